@@ -1,0 +1,18 @@
+"""seqviz: the router. Page config, navigation over pages/, and the sidebar's shared sentence."""
+
+import streamlit as st
+
+from seqviz import ui
+from seqviz.story import HOME, STORY
+
+st.set_page_config(page_title="seqviz: sequences and the road to attention", page_icon=":material/route:",
+                   layout="wide")
+
+pages = [st.Page(HOME.script, title=HOME.title, icon=HOME.icon, default=True)] + [
+    st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path) for p in STORY
+]
+page = st.navigation(pages)
+
+st.sidebar.title("seqviz")
+ui.sentence_input()
+page.run()

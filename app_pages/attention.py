@@ -1,0 +1,74 @@
+"""/attention: the chapter's worked example of attention, editable."""
+
+import streamlit as st
+
+from seqviz import charts, ui
+from seqviz.analysis import attention_example as ex
+from seqviz.limits import MAX_WORD_CHARS, VECTOR_RANGE
+
+st.title("Attention: let the decoder look back")
+st.markdown(
+    "Instead of squeezing a sentence into one final memory, keep the encoder's memory at every word and "
+    "let the decoder choose where to look. It compares what it needs now, the query **q**, with each "
+    "word's vector **k**ⱼ, turns the scores into weights with softmax, and takes the weighted average."
+)
+st.latex(r"\text{score}_j = \mathbf{q}\cdot\mathbf{k}_j \qquad "
+         r"\alpha_j = \frac{e^{\text{score}_j}}{\sum_i e^{\text{score}_i}} \qquad "
+         r"\text{context} = \sum_j \alpha_j\,\mathbf{k}_j")
+
+st.header("1. The worked example, by hand")
+low, high = VECTOR_RANGE
+number = dict(min_value=low, max_value=high, step=0.1, format="%.2f")
+
+inputs, results = st.columns([2, 3], gap="large")
+with inputs:
+    st.markdown("**The decoder's query q**: what am I looking for?")
+    q1, q2 = st.columns(2)
+    query = (q1.number_input("q, dimension 1", value=ex.CHAPTER_QUERY[0], key="q1", **number),
+             q2.number_input("q, dimension 2", value=ex.CHAPTER_QUERY[1], key="q2", **number))
+    st.markdown("**Encoder states**: one vector per input word")
+    words, keys = [], []
+    for j, (word, key) in enumerate(zip(ex.CHAPTER_WORDS, ex.CHAPTER_KEYS, strict=True), start=1):
+        c0, c1, c2 = st.columns([2, 1, 1])
+        typed = c0.text_input(f"Word {j}", value=word, max_chars=MAX_WORD_CHARS, key=f"w{j}")
+        words.append(typed.strip() or f"word {j}")
+        keys.append((c1.number_input(f"k{j}, dim 1", value=key[0], key=f"k{j}a", **number),
+                     c2.number_input(f"k{j}, dim 2", value=key[1], key=f"k{j}b", **number)))
+    if len(set(words)) < len(words):
+        st.caption("Two words have the same text; the chart numbers them to keep them apart.")
+
+worked = ex.worked_attention(query, keys, words)
+table = charts.attention_steps_data(worked)
+
+with results:
+    st.markdown("**① Score** each word with a dot product, **② softmax** the scores into weights, "
+                "**③ mix** the word vectors by those weights.")
+    st.dataframe(table.style.format({c: "{:.3f}" for c in table.columns if c != "word"}), hide_index=True,
+                 width="stretch")
+    total = worked.exp_scores.sum()
+    st.markdown(
+        f"② The e^score column adds to **{total:.3f}**; dividing each by it gives the weights "
+        + ", ".join(f"**{w:.3f}**" for w in worked.weights)
+        + f", which add to **{worked.weights.sum():.3f}**."
+    )
+    st.markdown(f"③ Context vector = Σ αⱼ kⱼ = **({worked.context[0]:.3f}, {worked.context[1]:.3f})**, "
+                f"mostly “{ui.escape_markdown(worked.focus)}”.")
+
+left, right = st.columns(2, gap="large")
+with left:
+    ui.chart(charts.attention_weights_chart(worked), table, "attention-weights")
+with right:
+    ui.chart(charts.context_mix_chart(worked), charts.context_mix_data(worked), "attention-context")
+
+st.subheader("Self-test: what if the query were (0, 1)?")
+turned = ex.worked_attention(ex.SELF_TEST_QUERY, keys, words)
+with st.expander("Answer, computed with the word vectors above"):
+    st.dataframe(charts.attention_steps_data(turned).style.format(
+        {c: "{:.3f}" for c in table.columns if c != "word"}), hide_index=True, width="stretch")
+    st.markdown(ui.escape_markdown(ex.describe_change(worked, turned)))
+
+st.info("Nothing in these three steps waits for a previous step: every word is scored, weighted and "
+        "mixed at the same moment. That is what lets the transformer drop recurrence.",
+        icon=":material/bolt:")
+
+ui.share_box("attention")

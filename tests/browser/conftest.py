@@ -1,0 +1,122 @@
+"""Browser tests: Playwright drives Debian's Chromium against `streamlit run app.py` on a free port.
+
+No browser is ever downloaded: the tests use /usr/bin/chromium (README, `scripts/ensure-chromium`).
+Screenshots of every page are saved under test-output/screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "test-output" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    with open(ROOT / "test-output" / "streamlit.log", "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+             "--server.headless", "true", "--server.address", "127.0.0.1"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_healthy(server, url)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def _wait_healthy(server: subprocess.Popen, url: str) -> None:
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail("streamlit did not become healthy; see test-output/streamlit.log")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's Chromium is missing: run `scripts/ensure-chromium` (as root) first.")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 2000}, accept_downloads=True)
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    yield pg
+    context.close()
+
+
+def wait_for_app(pg) -> None:
+    """Wait until the script has finished running and every chart has drawn."""
+    pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
+    pg.wait_for_timeout(300)  # a rerun may start right after a widget commits
+    pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
+    charts = pg.locator("[data-testid=stVegaLiteChart]")
+    for i in range(charts.count()):
+        charts.nth(i).locator("svg, canvas").first.wait_for(state="visible", timeout=30_000)
+
+
+def assert_no_exception(pg) -> None:
+    assert pg.locator("[data-testid=stException]").count() == 0, "a Streamlit exception box is on the page"
+
+
+def full_page_screenshot(pg, name: str) -> Path:
+    """Streamlit scrolls inside its main container, so grow the viewport to the content's height first."""
+    height = pg.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar] > div')]"
+        ".map(e => e.scrollHeight), document.body.scrollHeight)")
+    size = pg.viewport_size
+    pg.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, 12_000)})
+    pg.wait_for_timeout(500)
+    wait_for_app(pg)
+    path = SHOTS / f"{name}.png"
+    pg.screenshot(path=str(path), full_page=True)
+    pg.set_viewport_size(size)
+    return path
+
+
+def type_sentence(pg, text: str) -> None:
+    box = pg.get_by_role("textbox", name="Sentence", exact=True)
+    box.fill(text)
+    box.press("Enter")
+    wait_for_app(pg)

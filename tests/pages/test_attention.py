@@ -1,0 +1,51 @@
+from conftest import SENTENCES, all_text, set_sentence
+
+PAGE = "app_pages/attention.py"
+
+
+def weights(at, table: int = 0) -> list[str]:
+    return [f"{w:.3f}" for w in at.dataframe[table].value["weight α"]]
+
+
+def test_defaults_are_the_chapter_numbers(open_page):
+    at = open_page(PAGE)
+    assert weights(at) == ["0.474", "0.174", "0.351"]
+    text = all_text(at)
+    assert "(0.720, 0.420)" in text
+    assert "5.732" in text
+    assert len(at.get("vega_lite_chart")) == 2
+
+
+def test_self_test_shows_new_weights_and_says_what_changed(open_page):
+    at = open_page(PAGE)
+    assert weights(at, 1) == ["0.174", "0.474", "0.351"]
+    assert "towards “never”" in all_text(at)
+
+
+def test_every_vector_and_word_is_editable(open_page):
+    at = open_page(PAGE)
+    at.number_input(key="q1").set_value(0.0).run()
+    at.number_input(key="q2").set_value(1.0).run()
+    assert weights(at) == ["0.174", "0.474", "0.351"]
+    assert "(0.420, 0.720)" in all_text(at)
+    at.number_input(key="k3a").set_value(2.0).run()
+    at.text_input(key="w3").set_value("charger").run()
+    assert list(at.dataframe[0].value["word"]) == ["parcel", "never", "charger"]
+
+
+def test_odd_words_and_duplicates(open_page):
+    at = open_page(PAGE)
+    at.text_input(key="w1").set_value("never").run()
+    at.text_input(key="w2").set_value("   ").run()
+    at.text_input(key="w3").set_value("**[x](y)**").run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["word"]) == ["never", "word 2", "**[x](y)**"]
+
+
+def test_sentence_from_url_and_typed(open_page):
+    at = open_page(PAGE, s="where is my parcel")
+    assert at.sidebar.text_input(key="s").value == "where is my parcel"
+    assert any("attention?s=where+is+my+parcel" in c.value for c in at.sidebar.code)
+    for sentence in SENTENCES:
+        set_sentence(at, sentence)
+    assert weights(at) == ["0.474", "0.174", "0.351"]
