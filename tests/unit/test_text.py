@@ -1,0 +1,113 @@
+"""The tokenizer, the input limits and the Vocab."""
+
+import pytest
+
+from seqviz.text import BOS, EOS, MAX_CHARS, MAX_TOKENS, PAD, UNK, Prepared, Vocab, prepare, tokenize
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("Where is my parcel?", ["where", "is", "my", "parcel", "?"]),
+        (
+            "The parcel arrived, but never the charger.",
+            ["the", "parcel", "arrived", ",", "but", "never", "the", "charger", "."],
+        ),
+        ("n'est", ["n'", "est"]),
+        ("N'EST jamais", ["n'", "est", "jamais"]),
+        ("l'article l'étiquette", ["l'", "article", "l'", "étiquette"]),
+        ("qu'il d'un j'ai s'il c'est", ["qu'", "il", "d'", "un", "j'", "ai", "s'", "il", "c'", "est"]),
+        ("l’étiquette n’est", ["l'", "étiquette", "n'", "est"]),  # typographic apostrophe
+        (
+            "mon téléphone rouge n' est jamais arrivé .",
+            ["mon", "téléphone", "rouge", "n'", "est", "jamais", "arrivé", "."],
+        ),
+        ("la boîte noire est arrivée", ["la", "boîte", "noire", "est", "arrivée"]),
+        ("où est ma commande ?", ["où", "est", "ma", "commande", "?"]),
+        ("I don't know", ["i", "don't", "know"]),  # English contractions stay whole
+        ("aujourd'hui", ["aujourd'hui"]),
+        ("a;b:c!d", ["a", ";", "b", ":", "c", "!", "d"]),
+        ('"Hello" (order 4412)', ["hello", "(", "order", "4412", ")"]),
+        ("  ", []),
+        ("", []),
+    ],
+)
+def test_tokenize(text, tokens):
+    assert tokenize(text) == tokens
+
+
+def test_tokenize_round_trips_space_joined_tokens():
+    tokens = ["le", "colis", "n'", "est", "jamais", "arrivé", ",", "mais", "l'", "étiquette", "?"]
+    assert tokenize(" ".join(tokens)) == tokens
+
+
+def test_tokenize_keeps_composed_and_decomposed_accents_equal():
+    assert tokenize("arrive\u0301e") == tokenize("arrivée") == ["arrivée"]
+
+
+def test_prepare_short_sentence_is_untouched():
+    prepared = prepare("Where is my order?")
+    assert prepared == Prepared(tokens=["where", "is", "my", "order", "?"], dropped=0)
+    assert prepared.message is None
+
+
+def test_prepare_cuts_at_max_tokens_with_a_message():
+    prepared = prepare(" ".join(["word"] * (MAX_TOKENS + 7)))
+    assert len(prepared.tokens) == MAX_TOKENS
+    assert prepared.dropped == 7
+    assert str(MAX_TOKENS) in prepared.message and "7" in prepared.message
+
+
+def test_prepare_cuts_at_max_chars_with_a_message():
+    prepared = prepare("a" * (MAX_CHARS + 50))
+    assert prepared.tokens == ["a" * MAX_CHARS]
+    assert prepared.dropped_chars == 50
+    assert str(MAX_CHARS) in prepared.message
+
+
+def test_prepare_counts_punctuation_as_tokens():
+    prepared = prepare("! " * 100)
+    assert len(prepared.tokens) == MAX_TOKENS and prepared.dropped == 100 - MAX_TOKENS
+
+
+def test_vocab_build_is_deterministic_and_ordered():
+    sentences = [["b", "a", "c"], ["a", "c"], ["a"]]
+    vocab = Vocab.build(sentences)
+    assert vocab.itos == [PAD, UNK, BOS, EOS, "a", "c", "b"]  # specials, then (-count, token)
+    assert Vocab.build(list(reversed(sentences))) == vocab
+    assert [vocab.stoi[s] for s in (PAD, UNK, BOS, EOS)] == [0, 1, 2, 3]
+
+
+def test_vocab_encode_decode_and_unknown_words():
+    vocab = Vocab.build([["the", "parcel", "arrived"]])
+    ids = vocab.encode(["the", "parcel", "vanished", "arrived"])
+    assert ids[2] == vocab.stoi[UNK] == 1
+    assert vocab.decode(ids) == ["the", "parcel", UNK, "arrived"]
+    assert vocab.unknown_words(["the", "zebra", "parcel", "zebra"]) == ["zebra", "zebra"]
+    assert "parcel" in vocab and "zebra" not in vocab
+    assert len(vocab) == 7
+    with pytest.raises(ValueError):
+        vocab.decode([len(vocab)])
+
+
+def test_vocab_json_round_trip():
+    vocab = Vocab.build([["où", "est", "ma", "commande", "?"]])
+    assert Vocab.from_json(vocab.to_json()) == vocab
+    assert Vocab.from_json(vocab.to_json()).stoi == vocab.stoi
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        "not a list",
+        [PAD, UNK, BOS],  # specials incomplete
+        ["a", PAD, UNK, BOS, EOS],  # specials not first
+        [PAD, UNK, BOS, EOS, "a", "a"],  # duplicate
+        [PAD, UNK, BOS, EOS, ""],  # empty token
+        [PAD, UNK, BOS, EOS, 3],  # not a string
+        None,
+    ],
+)
+def test_vocab_from_json_rejects_bad_items(items):
+    with pytest.raises(ValueError):
+        Vocab.from_json(items)
