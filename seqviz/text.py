@@ -16,11 +16,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from seqviz.limits import MAX_CHARS, MAX_TOKENS  # every input bound lives in seqviz.limits
+
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS: tuple[str, ...] = (PAD, UNK, BOS, EOS)  # ids 0, 1, 2, 3 in every Vocab
-
-MAX_TOKENS = 60  # the one hard limit on tokens per sentence (words and punctuation marks)
-MAX_CHARS = 400  # the one limit on characters typed (the app's text input uses it)
 
 # French elided words that stand alone as a token: "n'est" -> "n'" "est", "qu'il" -> "qu'" "il".
 ELISIONS: tuple[str, ...] = (
