@@ -173,3 +173,289 @@ def context_mix_chart(worked: WorkedAttention) -> alt.LayerChart:
         ctx_base.mark_text(align="left", dx=9, dy=12, color=VERMILLION, fontSize=13).encode(text="label:N")
     return alt.layer(segments, tips, key_labels, query_label, ctx_marks).properties(
         height=380, title="The context: a weighted mix of the word vectors")
+
+
+# --- Heatmaps of traces --------------------------------------------------------------------------
+
+
+def heatmap_data(matrix: np.ndarray, rows: list[str], cols: list[str], value: str = "value") -> pd.DataFrame:
+    """Tidy (row, column, value) table of a 2-D array, rows and columns kept in their given order."""
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.shape != (len(rows), len(cols)):
+        raise ValueError(f"matrix {matrix.shape} does not match {len(rows)} rows x {len(cols)} columns")
+    r, c = np.meshgrid(np.arange(len(rows)), np.arange(len(cols)), indexing="ij")
+    return pd.DataFrame({"row": np.asarray(rows, dtype=object)[r.ravel()],
+                         "column": np.asarray(cols, dtype=object)[c.ravel()],
+                         value: matrix.ravel()})
+
+
+def heatmap(data: pd.DataFrame, rows: list[str], cols: list[str], *, value: str = "value",
+            row_title: str = "", col_title: str = "", domain: tuple[float, float] | None = (0.0, 1.0),
+            scheme: str = "blues", cell: int = 22, title: str = "", annotate: bool = False) -> alt.Chart:
+    """A labelled heatmap with a tooltip on every cell (rows top to bottom, columns left to right)."""
+    scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme, domainMid=0)
+    base = alt.Chart(data).encode(
+        x=alt.X("column:N", sort=cols, title=col_title,
+                axis=alt.Axis(labelAngle=-50, labelLimit=160, orient="top")),
+        y=alt.Y("row:N", sort=rows, title=row_title, axis=alt.Axis(labelLimit=160)),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color(f"{value}:Q", scale=scale, title=value, legend=alt.Legend(orient="right")),
+        tooltip=[alt.Tooltip("row:N", title=row_title or "row"), alt.Tooltip("column:N", title=col_title or "column"),
+                 alt.Tooltip(f"{value}:Q", format=".3f")],
+    )
+    layers = [rect]
+    if annotate:
+        layers.append(base.mark_text(fontSize=10).encode(
+            text=alt.Text(f"{value}:Q", format=".2f"),
+            color=alt.condition(f"datum['{value}'] > 0.5", alt.value("white"), alt.value("black"))))
+    chart = alt.layer(*layers).properties(width=max(cell * len(cols), 120), height=max(cell * len(rows), 60))
+    return chart.properties(title=title) if title else chart
+
+
+def alignment_data(src_tokens: list[str], out_tokens: list[str], alignment: np.ndarray) -> pd.DataFrame:
+    return heatmap_data(alignment, position_labels(out_tokens), position_labels(src_tokens), "weight")
+
+
+def alignment_chart(src_tokens: list[str], out_tokens: list[str], alignment: np.ndarray, title: str = "") -> alt.Chart:
+    """Output words (rows) against source words (columns): where the decoder looked for each word it wrote."""
+    rows, cols = position_labels(out_tokens), position_labels(src_tokens)
+    data = alignment_data(src_tokens, out_tokens, alignment)
+    return heatmap(data, rows, cols, value="weight", row_title="output word", col_title="source word",
+                   title=title, annotate=len(rows) * len(cols) <= 400)
+
+
+GATE_FIELDS = (("forget gate f", "forget_gate", (0.0, 1.0), "blues"),
+               ("input gate i", "input_gate", (0.0, 1.0), "greens"),
+               ("output gate o", "output_gate", (0.0, 1.0), "purples"),
+               ("cell state c", "cell", None, "redblue"))
+
+
+def gates_data(trace) -> pd.DataFrame:
+    """One row per (gate, unit, word) of an LSTMGateTrace."""
+    words = position_labels(trace.tokens)
+    frames = []
+    quantities = [(name, field) for name, field, _, _ in GATE_FIELDS] + [("candidate c̃", "candidate"),
+                                                                         ("hidden h", "hidden")]
+    for name, field in quantities:
+        values = getattr(trace, field).T  # (H, T): units as rows, words as columns
+        frame = heatmap_data(values, [f"unit {u:02d}" for u in range(values.shape[0])], words)
+        frame.insert(0, "quantity", name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True).rename(columns={"row": "unit", "column": "word"})
+
+
+def gates_chart(trace, units: list[int] | None = None) -> alt.VConcatChart:
+    """Heatmaps, units x words, of the forget, input and output gates and the cell state."""
+    hidden = trace.forget_gate.shape[1]
+    units = list(range(hidden)) if units is None else units
+    words = position_labels(trace.tokens)
+    unit_names = [f"unit {u:02d}" for u in units]
+    panels = []
+    for name, field, domain, scheme in GATE_FIELDS:
+        values = getattr(trace, field)[:, units].T  # (units, T)
+        data = heatmap_data(values, unit_names, words, "value")
+        if domain is None:
+            bound = float(max(np.abs(values).max(), 1e-6))
+            domain_used = None
+            data["value"] = data["value"].clip(-bound, bound)
+        else:
+            domain_used = domain
+        panels.append(heatmap(data, unit_names, words, value="value", row_title="unit", col_title="",
+                              domain=domain_used, scheme=scheme, cell=14, title=name)
+                      .properties(width=max(22 * len(words), 160)))
+    return alt.vconcat(*panels).resolve_scale(color="independent")
+
+
+def unit_lines_data(trace, unit: int) -> pd.DataFrame:
+    words = position_labels(trace.tokens)
+    rows = []
+    for name, field in (("forget gate f", "forget_gate"), ("input gate i", "input_gate"),
+                        ("output gate o", "output_gate"), ("candidate c̃", "candidate"), ("cell state c", "cell"),
+                        ("hidden h", "hidden")):
+        for t, word in enumerate(words):
+            rows.append({"word": word, "position": t + 1, "quantity": name,
+                         "value": float(getattr(trace, field)[t, unit])})
+    return pd.DataFrame(rows)
+
+
+def unit_lines_chart(trace, unit: int) -> alt.Chart:
+    data = unit_lines_data(trace, unit)
+    words = position_labels(trace.tokens)
+    colours = alt.Scale(domain=["forget gate f", "input gate i", "output gate o", "candidate c̃", "cell state c",
+                                "hidden h"], range=[BLUE, GREEN, PURPLE, GREY, VERMILLION, ORANGE])
+    base = alt.Chart(data).encode(
+        x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelAngle=-50, labelLimit=160)),
+        y=alt.Y("value:Q", title="value"),
+        color=alt.Color("quantity:N", scale=colours, legend=alt.Legend(orient="bottom", title=None)),
+        tooltip=[alt.Tooltip("word:N"), alt.Tooltip("quantity:N"), alt.Tooltip("value:Q", format=".3f")],
+    )
+    return (base.mark_line() + base.mark_point(filled=True, size=40)).properties(
+        height=300, title=f"Unit {unit}: its gates and memory across the sentence")
+
+
+def mean_forget_data(trace) -> pd.DataFrame:
+    return pd.DataFrame({"word": position_labels(trace.tokens), "mean forget gate": trace.forget_gate.mean(axis=1),
+                         "mean input gate": trace.input_gate.mean(axis=1)})
+
+
+def mean_forget_chart(trace) -> alt.Chart:
+    data = mean_forget_data(trace)
+    words = list(data["word"])
+    base = alt.Chart(data).encode(
+        x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelAngle=-50, labelLimit=160)),
+        y=alt.Y("mean forget gate:Q", scale=alt.Scale(domain=[0, 1]), title="mean forget gate f (all units)"),
+        tooltip=[alt.Tooltip("word:N"), alt.Tooltip("mean forget gate:Q", format=".3f"),
+                 alt.Tooltip("mean input gate:Q", format=".3f")],
+    )
+    return base.mark_bar(color=BLUE).properties(height=240, title="How much of the old memory each word keeps")
+
+
+def attention_heads_data(tokens: list[str], weights: np.ndarray, queries: list[str] | None = None) -> pd.DataFrame:
+    """(L, N, Tq, Tk) weights as a tidy table with layer, head, query word and key word."""
+    keys = position_labels(tokens)
+    rows_labels = keys if queries is None else position_labels(queries)
+    frames = []
+    for layer in range(weights.shape[0]):
+        for head in range(weights.shape[1]):
+            frame = heatmap_data(weights[layer, head], rows_labels, keys, "weight")
+            frame.insert(0, "head", f"head {head + 1}")
+            frame.insert(0, "layer", f"layer {layer + 1}")
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True).rename(columns={"row": "from word", "column": "to word"})
+
+
+def attention_heads_chart(tokens: list[str], weights: np.ndarray, queries: list[str] | None = None,
+                          row_title: str = "word attending", col_title: str = "word attended to") -> alt.Chart:
+    """Small multiples: one heatmap per layer (rows) and head (columns)."""
+    data = attention_heads_data(tokens, weights, queries)
+    keys = position_labels(tokens)
+    rows_labels = keys if queries is None else position_labels(queries)
+    cell = 12 if max(len(keys), len(rows_labels)) <= 20 else 8
+    return alt.Chart(data).mark_rect().encode(
+        x=alt.X("to word:N", sort=keys, title=col_title,
+                axis=alt.Axis(labelAngle=-60, labelLimit=120, labelFontSize=9)),
+        y=alt.Y("from word:N", sort=rows_labels, title=row_title, axis=alt.Axis(labelLimit=120, labelFontSize=9)),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=alt.Legend(orient="right")),
+        tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("head:N"), alt.Tooltip("from word:N"), alt.Tooltip("to word:N"),
+                 alt.Tooltip("weight:Q", format=".3f")],
+    ).properties(width=cell * len(keys), height=cell * len(rows_labels)).facet(
+        row=alt.Row("layer:N", title=None), column=alt.Column("head:N", title=None))
+
+
+# --- Classifiers, gradients and timing ------------------------------------------------------------
+
+
+def probabilities_data(traces: dict) -> pd.DataFrame:
+    """One row per (model, class) from {model name: ClassifierTrace}."""
+    rows = []
+    for model, trace in traces.items():
+        for label, p in zip(trace.labels, trace.probs, strict=True):
+            rows.append({"model": model, "class": label, "probability": float(p),
+                         "predicted": label == trace.predicted})
+    return pd.DataFrame(rows)
+
+
+def probabilities_chart(traces: dict, title: str = "") -> alt.Chart:
+    data = probabilities_data(traces)
+    models = list(traces)
+    return alt.Chart(data).mark_bar().encode(
+        y=alt.Y("model:N", sort=models, title=None),
+        x=alt.X("probability:Q", stack="normalize", title="probability of each team", axis=alt.Axis(format="%")),
+        color=alt.Color("class:N", scale=alt.Scale(range=[BLUE, ORANGE, GREEN, PURPLE]),
+                        legend=alt.Legend(orient="bottom", title=None)),
+        order=alt.Order("class:N"),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("class:N"), alt.Tooltip("probability:Q", format=".3f"),
+                 alt.Tooltip("predicted:N")],
+    ).properties(height=32 * len(models) + 20, title=title)
+
+
+def bag_data(comparison, name_a: str, name_b: str) -> pd.DataFrame:
+    return pd.DataFrame({"word": comparison.words, name_a: comparison.counts_a, name_b: comparison.counts_b})
+
+
+def bag_chart(comparison, name_a: str, name_b: str) -> alt.Chart:
+    data = bag_data(comparison, name_a, name_b).melt("word", var_name="email", value_name="count")
+    return alt.Chart(data).mark_bar().encode(
+        x=alt.X("word:N", sort=comparison.words, title=None, axis=alt.Axis(labelAngle=-50)),
+        xOffset=alt.XOffset("email:N"),
+        y=alt.Y("count:Q", title="times the word appears", axis=alt.Axis(tickMinStep=1)),
+        color=alt.Color("email:N", scale=alt.Scale(range=[BLUE, ORANGE]), legend=alt.Legend(orient="bottom")),
+        tooltip=[alt.Tooltip("word:N"), alt.Tooltip("email:N"), alt.Tooltip("count:Q")],
+    ).properties(height=220, title=f"What a bag-of-words model sees (cosine similarity {comparison.cosine:.3f})")
+
+
+def saliency_data(saliencies: dict) -> pd.DataFrame:
+    """One row per (model, position) from {model name: Saliency}; steps back counted from the last word."""
+    rows = []
+    for model, s in saliencies.items():
+        words = position_labels(s.tokens)
+        for t, (word, norm) in enumerate(zip(words, s.norms, strict=True)):
+            rows.append({"model": model, "word": word, "steps back from the end": len(words) - 1 - t,
+                         "gradient size": float(norm), "predicted": s.predicted})
+    return pd.DataFrame(rows)
+
+
+def saliency_chart(saliencies: dict) -> alt.Chart:
+    data = saliency_data(saliencies)
+    data = data[data["gradient size"] > 0]
+    base = alt.Chart(data).encode(
+        x=alt.X("steps back from the end:Q", title="steps back from the last word", axis=alt.Axis(tickMinStep=1)),
+        y=alt.Y("gradient size:Q", scale=alt.Scale(type="log"), title="‖∂ score / ∂ xₜ‖ (log scale)"),
+        color=alt.Color("model:N", scale=alt.Scale(range=[VERMILLION, GREEN, BLUE, PURPLE]),
+                        legend=alt.Legend(orient="bottom", title=None)),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("word:N"), alt.Tooltip("steps back from the end:Q"),
+                 alt.Tooltip("gradient size:Q", format=".3e"), alt.Tooltip("predicted:N")],
+    )
+    return (base.mark_line() + base.mark_point(filled=True, size=35)).properties(
+        height=300, title="How strongly each word can move the decision")
+
+
+def jacobian_data(curves: dict) -> pd.DataFrame:
+    """One row per (curve, distance) from {label: JacobianCurve}, plus Pascanu et al.'s bound where known."""
+    rows = []
+    for label, curve in curves.items():
+        for d, n in zip(curve.distance, curve.norm, strict=True):
+            rows.append({"curve": label, "T − k": int(d), "norm": float(n)})
+        if curve.eta is not None:
+            for d in curve.distance:
+                rows.append({"curve": f"bound η^(T−k), η = {curve.eta:.2f} ({label})", "T − k": int(d),
+                             "norm": float(curve.eta ** d)})
+    data = pd.DataFrame(rows)
+    return data[(data["norm"] > LOG_FLOOR) & np.isfinite(data["norm"])]
+
+
+def jacobian_chart(curves: dict) -> alt.Chart:
+    data = jacobian_data(curves)
+    bound = data["curve"].str.startswith("bound")
+    base = alt.Chart(data).encode(
+        x=alt.X("T − k:Q", title="distance T − k (steps)"),
+        y=alt.Y("norm:Q", scale=alt.Scale(type="log"), title="‖∂h_T/∂h_k‖ (log scale)"),
+        color=alt.Color("curve:N", legend=alt.Legend(orient="bottom", title=None, columns=2, labelLimit=360)),
+        tooltip=[alt.Tooltip("curve:N"), alt.Tooltip("T − k:Q"), alt.Tooltip("norm:Q", format=".3e")],
+    )
+    lines = base.transform_filter(~alt.FieldOneOfPredicate(field="curve", oneOf=list(data[bound]["curve"].unique())))
+    bounds = base.transform_filter(alt.FieldOneOfPredicate(field="curve", oneOf=list(data[bound]["curve"].unique())))
+    layers = [lines.mark_line(strokeWidth=2.5)]
+    if bound.any():
+        layers.append(bounds.mark_line(strokeDash=[6, 4], strokeWidth=1.5))
+    return alt.layer(*layers).properties(height=340, title="How much of the gradient survives T − k steps")
+
+
+def timing_data(rows) -> pd.DataFrame:
+    return pd.DataFrame([{"sequence length T": r.length, "layer": r.layer, "milliseconds": r.milliseconds}
+                         for r in rows])
+
+
+def timing_chart(rows) -> alt.Chart:
+    data = timing_data(rows)
+    base = alt.Chart(data).encode(
+        x=alt.X("sequence length T:Q", scale=alt.Scale(type="log", base=2), title="sequence length T (log scale)"),
+        y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="forward time, ms (log scale)"),
+        color=alt.Color("layer:N", scale=alt.Scale(range=[VERMILLION, BLUE]),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=400)),
+        tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("sequence length T:Q"),
+                 alt.Tooltip("milliseconds:Q", format=".2f")],
+    )
+    return (base.mark_line() + base.mark_point(filled=True, size=50)).properties(
+        height=300, title="Forward time of one layer on a batch of 8, measured on this machine")

@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from seqviz import charts
 from seqviz.analysis import attention_example as ex
@@ -44,3 +45,47 @@ def test_attention_tables_match_the_worked_example():
     np.testing.assert_allclose(added[["x2", "y2"]].iloc[-1], worked.context)
     charts.attention_weights_chart(worked).to_json()
     charts.context_mix_chart(worked).to_json()
+
+
+def _gate_trace(tokens, hidden=5, seed=0):
+    from seqviz.traces import LSTMGateTrace
+
+    rng = np.random.default_rng(seed)
+    t = len(tokens)
+    gate = lambda: rng.uniform(0, 1, (t, hidden))  # noqa: E731
+    return LSTMGateTrace(tokens, gate(), gate(), gate(), rng.uniform(-1, 1, (t, hidden)),
+                         rng.normal(size=(t, hidden)), rng.uniform(-1, 1, (t, hidden)))
+
+
+def test_heatmap_data_keeps_order_and_checks_shape():
+    data = charts.heatmap_data(np.arange(6).reshape(2, 3), ["r1", "r2"], ["a", "b", "c"])
+    assert list(data["row"]) == ["r1"] * 3 + ["r2"] * 3
+    assert list(data["value"]) == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(ValueError):
+        charts.heatmap_data(np.zeros((3, 2)), ["r1", "r2"], ["a", "b", "c"])
+
+
+def test_gate_charts_label_repeated_words_apart():
+    trace = _gate_trace(["the", "box", "the"])
+    data = charts.gates_data(trace)
+    assert set(data["word"]) == {"01 the", "02 box", "03 the"}
+    assert set(data["quantity"]) >= {"forget gate f", "input gate i", "output gate o", "cell state c"}
+    spec = json.dumps(json.loads(charts.gates_chart(trace, units=[0, 2]).to_json()))
+    assert "unit 02" in spec and "unit 01" not in spec
+    lines = charts.unit_lines_data(trace, unit=3)
+    assert len(lines) == 6 * 3
+    np.testing.assert_allclose(charts.mean_forget_data(trace)["mean forget gate"], trace.forget_gate.mean(axis=1))
+    charts.unit_lines_chart(trace, 3).to_json()
+    charts.mean_forget_chart(trace).to_json()
+
+
+def test_alignment_and_heads_charts():
+    weights = np.full((2, 3), 1 / 3)
+    data = charts.alignment_data(["a", "b", "a"], ["x", "y"], weights)
+    assert len(data) == 6 and data["weight"].sum() == pytest.approx(2.0)
+    charts.alignment_chart(["a", "b", "a"], ["x", "y"], weights).to_json()
+    heads = np.random.default_rng(0).dirichlet(np.ones(4), size=(2, 3, 4))  # (L, N, T, T)
+    table = charts.attention_heads_data(["w1", "w2", "w3", "w4"], heads)
+    assert len(table) == 2 * 3 * 16
+    assert set(table["layer"]) == {"layer 1", "layer 2"} and set(table["head"]) == {"head 1", "head 2", "head 3"}
+    charts.attention_heads_chart(["w1", "w2", "w3", "w4"], heads).to_json()
