@@ -67,6 +67,51 @@ with st.expander("Answer, computed with the word vectors above"):
         {c: "{:.3f}" for c in table.columns if c != "word"}), hide_index=True, width="stretch")
     st.markdown(ui.escape_markdown(ex.describe_change(worked, turned)))
 
+st.header("2. The same steps inside a trained translator")
+st.markdown(
+    "The additive-attention translator (Bahdanau et al. 2014) does exactly this at every French word it "
+    "writes, with learned vectors of a few hundred numbers instead of two. Its query is the decoder's "
+    "previous state sₜ₋₁, its word vectors are the encoder's states hⱼ, and its score is a small learned "
+    "network, vᵀ tanh(W sₜ₋₁ + U hⱼ), instead of a plain dot product. The dot-product translator (Luong et al. "
+    "2015) scores with sₜ · W hⱼ after its decoder step."
+)
+missing = ui.missing_models(["additive", "dot"])
+prepared = ui.prepared()
+if missing:
+    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
+             "Rebuild them with `python -m seqviz train --all`.")
+elif not prepared.tokens:
+    st.info("Type an English sentence in the sidebar, for example “where is my order ?”.", icon=":material/edit:")
+else:
+    tokens = tuple(prepared.tokens)
+    ui.unknown_note(ui.checkpoint("additive").vocabularies["src"], prepared.tokens, "The translators")
+    additive = ui.translation("additive", tokens)
+    dot = ui.translation("dot", tokens)
+    st.markdown("**Additive** writes: " + ui.escape_markdown(" ".join(additive.out_tokens) or "(nothing)")
+                + "  \n**Dot-product** writes: " + ui.escape_markdown(" ".join(dot.out_tokens) or "(nothing)"))
+    st.subheader("Alignments: where each French word looked")
+    for name, trace in (("additive", additive), ("dot", dot)):
+        if trace.out_tokens:
+            ui.chart(charts.alignment_chart(trace.src_tokens, trace.out_tokens, trace.alignment,
+                                            title=f"{name} attention: output word (row) × source word (column)"),
+                     charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
+                     f"attention-alignment-{name}")
+    st.caption("Each row adds to 1. Look for the diagonal, and where it bends: adjectives after nouns "
+               "(“téléphone rouge”), negation around the verb (“n' est jamais arrivé”).")
+    if additive.steps:
+        st.subheader("One step, read like the worked example")
+        words = charts.position_labels(additive.out_tokens)
+        picked = st.select_slider("Output word", options=list(range(len(words))), format_func=words.__getitem__,
+                                  key="step")
+        step = additive.steps[picked]
+        ui.chart(charts.step_chart(step, additive.src_tokens), charts.step_data(step, additive.src_tokens),
+                 "attention-step")
+        top = sorted(zip(step.weights, charts.position_labels(additive.src_tokens), strict=True), reverse=True)[:3]
+        mix = " + ".join(f"{w:.2f} × h({ui.escape_markdown(word)})" for w, word in top)
+        st.markdown(f"③ The context for “{ui.escape_markdown(step.output_token)}” is the weighted average of the "
+                    f"encoder states, {step.context.shape[0]} numbers: context ≈ {mix} + … "
+                    f"(the weights add to {step.weights.sum():.3f}).")
+
 st.info("Nothing in these three steps waits for a previous step: every word is scored, weighted and "
         "mixed at the same moment. That is what lets the transformer drop recurrence.",
         icon=":material/bolt:")

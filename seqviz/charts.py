@@ -412,34 +412,42 @@ def saliency_chart(saliencies: dict) -> alt.Chart:
 
 
 def jacobian_data(curves: dict) -> pd.DataFrame:
-    """One row per (curve, distance) from {label: JacobianCurve}, plus Pascanu et al.'s bound where known."""
+    """One row per (curve, distance) from {(model, state): JacobianCurve}, plus Pascanu et al.'s bound for
+    the trained plain RNN curves."""
     rows = []
-    for label, curve in curves.items():
+    for (model, state), curve in curves.items():
         for d, n in zip(curve.distance, curve.norm, strict=True):
-            rows.append({"curve": label, "T − k": int(d), "norm": float(n)})
-        if curve.eta is not None:
+            rows.append({"model": model, "state": state, "T − k": int(d), "norm": float(n), "bound": False})
+        if curve.eta is not None and state != "untrained":
             for d in curve.distance:
-                rows.append({"curve": f"bound η^(T−k), η = {curve.eta:.2f} ({label})", "T − k": int(d),
-                             "norm": float(curve.eta ** d)})
+                rows.append({"model": f"bound η^(T−k), η = {curve.eta:.2f} ({model}, {state})", "state": state,
+                             "T − k": int(d), "norm": float(curve.eta ** d), "bound": True})
     data = pd.DataFrame(rows)
-    return data[(data["norm"] > LOG_FLOOR) & np.isfinite(data["norm"])]
+    data = data[(data["norm"] > LOG_FLOOR) & np.isfinite(data["norm"])]
+    # A bound far above every measurement says nothing and would squash the chart: cut it off.
+    ceiling = max(1.0, float(data.loc[~data["bound"], "norm"].max())) * 1e3
+    return data[~data["bound"] | (data["norm"] <= ceiling)]
 
 
-def jacobian_chart(curves: dict) -> alt.Chart:
+def jacobian_chart(curves: dict) -> alt.LayerChart:
     data = jacobian_data(curves)
-    bound = data["curve"].str.startswith("bound")
-    base = alt.Chart(data).encode(
+    encode = dict(
         x=alt.X("T − k:Q", title="distance T − k (steps)"),
         y=alt.Y("norm:Q", scale=alt.Scale(type="log"), title="‖∂h_T/∂h_k‖ (log scale)"),
-        color=alt.Color("curve:N", legend=alt.Legend(orient="bottom", title=None, columns=2, labelLimit=360)),
-        tooltip=[alt.Tooltip("curve:N"), alt.Tooltip("T − k:Q"), alt.Tooltip("norm:Q", format=".3e")],
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("state:N"), alt.Tooltip("T − k:Q"),
+                 alt.Tooltip("norm:Q", format=".3e")],
     )
-    lines = base.transform_filter(~alt.FieldOneOfPredicate(field="curve", oneOf=list(data[bound]["curve"].unique())))
-    bounds = base.transform_filter(alt.FieldOneOfPredicate(field="curve", oneOf=list(data[bound]["curve"].unique())))
-    layers = [lines.mark_line(strokeWidth=2.5)]
-    if bound.any():
-        layers.append(bounds.mark_line(strokeDash=[6, 4], strokeWidth=1.5))
-    return alt.layer(*layers).properties(height=340, title="How much of the gradient survives T − k steps")
+    measured = alt.Chart(data[~data["bound"]]).mark_line(strokeWidth=2.5).encode(
+        color=alt.Color("model:N", scale=alt.Scale(domain=["rnn", "gru", "lstm"], range=[VERMILLION, GREEN, BLUE]),
+                        legend=alt.Legend(orient="bottom", title="model")),
+        strokeDash=alt.StrokeDash("state:N", legend=alt.Legend(orient="bottom", title="weights", labelLimit=300)),
+        **encode)
+    layers = [measured]
+    if data["bound"].any():
+        layers.append(alt.Chart(data[data["bound"]]).mark_line(strokeWidth=1.2, color=GREY, strokeDash=[2, 3])
+                      .encode(detail="model:N", **encode))
+    return alt.layer(*layers).properties(
+        height=340, title="How much of the gradient survives T − k steps (grey dotted: Pascanu et al.'s bound)")
 
 
 def timing_data(rows) -> pd.DataFrame:
@@ -459,3 +467,138 @@ def timing_chart(rows) -> alt.Chart:
     )
     return (base.mark_line() + base.mark_point(filled=True, size=50)).properties(
         height=300, title="Forward time of one layer on a batch of 8, measured on this machine")
+
+
+# --- Measured results from the zoo's metadata (JSON only, no torch) -------------------------------
+
+
+def twins_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame:
+    rows = []
+    for name in names:
+        metrics = metadata[name]["metrics"]
+        rows.append({"model": name, "held-out set": "test emails", "accuracy": metrics["test_accuracy"]})
+        rows.append({"model": name, "held-out set": "word-identical twins", "accuracy": metrics["twins_accuracy"]})
+    return pd.DataFrame(rows)
+
+
+def twins_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
+    data = twins_data(metadata, names)
+    base = alt.Chart(data).encode(
+        y=alt.Y("model:N", sort=names, title=None),
+        x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="accuracy"),
+        yOffset=alt.YOffset("held-out set:N"),
+        color=alt.Color("held-out set:N", scale=alt.Scale(range=[BLUE, ORANGE]),
+                        legend=alt.Legend(orient="bottom", title=None)),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("held-out set:N"), alt.Tooltip("accuracy:Q", format=".1%")],
+    )
+    text = base.mark_text(align="left", dx=3, fontSize=11).encode(text=alt.Text("accuracy:Q", format=".1%"),
+                                                                   color=alt.value("#333"))
+    chance = alt.Chart(pd.DataFrame({"x": [0.5], "label": ["50%: one of each twin pair"]})).mark_rule(
+        strokeDash=[4, 4], color=GREY).encode(x="x:Q", tooltip=[alt.Tooltip("label:N", title="")])
+    return alt.layer(base.mark_bar(), text, chance).properties(
+        height=44 * len(names), title="Held-out accuracy: ordinary emails and word-identical twins")
+
+
+def memory_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame:
+    rows = []
+    for name in names:
+        for distance, accuracy in metadata[name]["metrics"]["accuracy_by_distance"].items():
+            rows.append({"model": name, "distance": int(distance), "accuracy": accuracy})
+    return pd.DataFrame(rows)
+
+
+def memory_accuracy_chart(metadata: dict[str, dict], names: list[str]) -> alt.LayerChart:
+    data = memory_data(metadata, names)
+    chance = metadata[names[0]]["metrics"]["chance"]
+    base = alt.Chart(data).encode(
+        x=alt.X("distance:Q", title="distance: words between the first word and the answer"),
+        y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        color=alt.Color("model:N", sort=names, scale=alt.Scale(range=[VERMILLION, GREEN, BLUE]),
+                        legend=alt.Legend(orient="bottom", title=None)),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("distance:Q"), alt.Tooltip("accuracy:Q", format=".1%")],
+    )
+    marks = pd.DataFrame({"x": [20], "y": [chance], "label": [f"chance {chance:.1%}"]})
+    rule20 = alt.Chart(marks).mark_rule(strokeDash=[4, 4], color=GREY).encode(x="x:Q")
+    chance_rule = alt.Chart(marks).mark_rule(strokeDash=[2, 2], color=GREY).encode(y="y:Q")
+    chance_text = alt.Chart(marks).mark_text(align="left", dx=4, dy=-6, color=GREY).encode(
+        x=alt.value(4), y="y:Q", text="label:N")
+    return alt.layer(base.mark_line(strokeWidth=2.5), rule20, chance_rule, chance_text).properties(
+        height=300, title="Remember the first word: accuracy against distance (held-out)")
+
+
+def translation_by_length_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame:
+    rows = []
+    for name in names:
+        for bucket, values in metadata[name]["metrics"]["buckets"].items():
+            lo, hi = (int(x) for x in bucket.split("-"))
+            for metric in ("exact_match", "token_accuracy"):
+                if values.get(metric) is not None:
+                    rows.append({"model": name, "source length": bucket, "middle": (lo + hi) / 2,
+                                 "metric": metric.replace("_", " "), "value": values[metric], "n": values["n"]})
+    return pd.DataFrame(rows)
+
+
+def translation_by_length_chart(metadata: dict[str, dict], names: list[str], metric: str = "exact match"):
+    data = translation_by_length_data(metadata, names)
+    data = data[data["metric"] == metric]
+    limit = metadata[names[0]]["metrics"]["max_train_src_len"]
+    base = alt.Chart(data).encode(
+        x=alt.X("middle:Q", title="source sentence length (tokens, bucket middle)"),
+        y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric),
+        color=alt.Color("model:N", sort=names, scale=alt.Scale(range=[VERMILLION, BLUE, GREEN, PURPLE]),
+                        legend=alt.Legend(orient="bottom", title=None)),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("source length:N"), alt.Tooltip("value:Q", format=".1%"),
+                 alt.Tooltip("n:Q", title="sentences")],
+    )
+    rule = alt.Chart(pd.DataFrame({"x": [limit + 0.5], "label": [f"longest training sentence: {limit} tokens"]}))
+    limit_marks = rule.mark_rule(strokeDash=[5, 4], color=GREY).encode(x="x:Q") + rule.mark_text(
+        align="right", dx=-4, y=12, color=GREY).encode(x="x:Q", text="label:N")
+    return alt.layer(base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=45), limit_marks).properties(
+        height=320, title=f"Held-out {metric} against source length")
+
+
+def throughput_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame:
+    rows = []
+    for name in names:
+        meta = metadata[name]
+        sentences = meta["steps"] * meta["train"]["batch_size"]
+        rows.append({"model": name, "training seconds": meta["train_seconds"], "steps": meta["steps"],
+                     "sentence pairs per second": sentences / meta["train_seconds"]})
+    return pd.DataFrame(rows)
+
+
+def throughput_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
+    data = throughput_data(metadata, names)
+    base = alt.Chart(data).encode(
+        y=alt.Y("model:N", sort=names, title=None),
+        x=alt.X("sentence pairs per second:Q", title="training sentence pairs per second (one CPU thread)"),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("sentence pairs per second:Q", format=".0f"),
+                 alt.Tooltip("training seconds:Q", format=".0f"), alt.Tooltip("steps:Q")],
+    )
+    return (base.mark_bar(color=BLUE) + base.mark_text(align="left", dx=3).encode(
+        text=alt.Text("sentence pairs per second:Q", format=".0f"))).properties(
+        height=40 * len(names), title="Training throughput of the shipped translators, measured here")
+
+
+def step_data(step, src_tokens: list[str]) -> pd.DataFrame:
+    """One decoder step of additive attention: per source word, score, e^(score − max) and weight."""
+    scores = np.asarray(step.scores, dtype=float)
+    return pd.DataFrame({"source word": position_labels(src_tokens), "score": scores,
+                         "e^(score − max)": np.exp(scores - scores.max()), "weight α": step.weights})
+
+
+def step_chart(step, src_tokens: list[str]) -> alt.HConcatChart:
+    """The chapter's steps ① and ② on the real model: scores, then the softmax weights."""
+    data = step_data(step, src_tokens)
+    words = list(data["source word"])
+    tooltip = [alt.Tooltip("source word:N"), alt.Tooltip("score:Q", format=".3f"),
+               alt.Tooltip("weight α:Q", format=".3f")]
+    height = max(18 * len(words), 80)
+    y = alt.Y("source word:N", sort=words, title=None, axis=alt.Axis(labelLimit=160))
+    scores = alt.Chart(data).mark_bar(color=GREY).encode(
+        y=y, x=alt.X("score:Q", title="① score vᵀ tanh(W s + U hⱼ)"), tooltip=tooltip
+    ).properties(height=height, width=220)
+    weights = alt.Chart(data).mark_bar(color=BLUE).encode(
+        y=y, x=alt.X("weight α:Q", title="② softmax weight α", scale=alt.Scale(domain=[0, 1])), tooltip=tooltip
+    ).properties(height=height, width=220)
+    return alt.hconcat(scores, weights).properties(title=f"Writing “{step.output_token}”")

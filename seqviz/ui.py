@@ -111,3 +111,155 @@ def _lazy_image(figure: alt.TopLevelMixin, fmt: str) -> Callable[[], bytes]:
         return vlc.vegalite_to_svg(spec).encode("utf-8")
 
     return render
+
+
+# --- The sentence as models read it ---------------------------------------------------------------
+
+
+def prepared():
+    """The sidebar sentence tokenized and bounded (seqviz.text.prepare), with a note when it was cut."""
+    from seqviz.text import prepare
+
+    result = prepare(sentence())
+    if result.message:
+        notice(result.message)
+    return result
+
+
+def unknown_note(vocab, tokens: list[str], model_label: str) -> None:
+    """Name the words a model has never seen; they are read as <unk>, never dropped."""
+    unknown = vocab.unknown_words(tokens)
+    if unknown:
+        distinct = list(dict.fromkeys(unknown))
+        st.caption(escape_markdown(
+            f"{model_label} has never seen {len(unknown)} of these {len(tokens)} tokens, so it reads them as "
+            f"<unk>: {', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
+
+
+# --- Shipped models: cached, read-only, shared by every session ------------------------------------
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading a trained model…")
+def checkpoint(name: str):
+    """A zoo model in eval mode with gradients off, shared read-only by all sessions (seqviz.zoo.load)."""
+    import torch
+
+    from seqviz import zoo
+
+    # Small models, many visitors: one thread per computation beats threads fighting over few cores.
+    torch.set_num_threads(1)
+    return zoo.load(name)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def zoo_metadata() -> dict[str, dict]:
+    """name -> the JSON of every shipped model (no torch needed)."""
+    from seqviz import zoo
+
+    return zoo.all_metadata()
+
+
+def missing_models(names: list[str]) -> list[str]:
+    """The names among ``names`` whose checkpoints are not shipped; pages say so instead of failing."""
+    from seqviz import zoo
+
+    have = set(zoo.available())
+    return [n for n in names if n not in have]
+
+
+# --- Traces: cached per (model, sentence) ---------------------------------------------------------
+# Arguments are plain strings and tuples so Streamlit can hash them; results are dataclasses of numpy.
+
+TRACE_CACHE = dict(max_entries=512, show_spinner=False)
+
+
+@st.cache_data(**TRACE_CACHE)
+def classifier_trace(name: str, tokens: tuple[str, ...]):
+    ck = checkpoint(name)
+    return ck.model.trace(list(tokens), ck.vocabularies["tokens"])
+
+
+@st.cache_data(**TRACE_CACHE)
+def lstm_gates(name: str, tokens: tuple[str, ...]):
+    """Gate trace of the lstm classifier, or of a translator's encoder (its forward direction)."""
+    import torch
+
+    from seqviz.models.classifiers import lstm_gate_trace
+
+    ck = checkpoint(name)
+    if hasattr(ck.model, "gate_trace"):
+        return ck.model.gate_trace(list(tokens), ck.vocabularies["tokens"])
+    vocab = ck.vocabularies["src"]
+    ids = vocab.encode(list(tokens))
+    with torch.inference_mode():
+        emb = ck.model.encoder.embed(torch.tensor([ids]))[0]  # (T, E)
+    return lstm_gate_trace(ck.model.encoder.lstm, emb, vocab.decode(ids))
+
+
+@st.cache_data(**TRACE_CACHE)
+def self_attention(name: str, tokens: tuple[str, ...]):
+    ck = checkpoint(name)
+    return ck.model.attention_trace(list(tokens), ck.vocabularies["tokens"])
+
+
+@st.cache_data(**TRACE_CACHE)
+def translation(name: str, tokens: tuple[str, ...]):
+    ck = checkpoint(name)
+    src, tgt = ck.vocabularies["src"], ck.vocabularies["tgt"]
+    return ck.model.trace(src.encode(list(tokens)), src, tgt)
+
+
+@st.cache_data(**TRACE_CACHE)
+def saliency(name: str, tokens: tuple[str, ...]):
+    from seqviz.analysis.gradients import saliency as compute
+
+    ck = checkpoint(name)
+    return compute(ck.model, list(tokens), ck.vocabularies["tokens"])
+
+
+@st.cache_resource(max_entries=8, show_spinner="Building the untrained twin of a model…")
+def initial_model(name: str):
+    """The zoo model ``name`` as it was before training: same config and seed, fresh weights."""
+    import torch
+
+    from seqviz import zoo
+    from seqviz.models import build
+
+    ck = checkpoint(name)
+    with torch.random.fork_rng():  # leave the process's random state alone
+        torch.manual_seed(zoo.entry(name).seed)
+        model = build(ck.family, ck.config)
+    return model.eval().requires_grad_(False)
+
+
+@st.cache_data(max_entries=64, show_spinner="Measuring ‖∂h_T/∂h_k‖ on random sequences…")
+def jacobian_curve(name: str, trained: bool, length: int, scale: float = 1.0):
+    from seqviz.analysis.gradients import jacobian_curve as compute
+
+    model = checkpoint(name).model if trained else initial_model(name)
+    return compute(model, length=length, samples=3, scale=scale)
+
+
+def marked_tokens(checked) -> str:
+    """Markdown of a translation with the words that differ from the reference in red (text escaped)."""
+    words = []
+    for word, ok in zip(checked.output, checked.matches, strict=True):
+        safe = escape_markdown(word)
+        words.append(safe if ok else f":red[**{safe}**]")
+    return " ".join(words) if words else "*(nothing)*"
+
+
+@st.cache_data(max_entries=2, show_spinner="Running the chapter's code…")
+def chapter_shapes():
+    from seqviz.analysis.timing import chapter_shapes as compute
+
+    return compute()
+
+
+@st.cache_data(max_entries=2, show_spinner="Timing an LSTM layer against a self-attention layer…")
+def forward_times(run: int = 0):
+    """Measured once per server (``run`` lets a visitor ask for a fresh measurement)."""
+    from seqviz.analysis.timing import forward_times as compute
+
+    checkpoint("transformer")  # sets torch to one thread, as for every model here
+    return compute()

@@ -49,3 +49,12 @@ def test_sentence_from_url_and_typed(open_page):
     for sentence in SENTENCES:
         set_sentence(at, sentence)
     assert weights(at) == ["0.474", "0.174", "0.351"]
+
+
+def test_real_model_alignment_and_steps(open_page):
+    at = open_page(PAGE, s="my red phone never arrived .")
+    text = all_text(at).replace("\\", "")
+    assert "mon téléphone rouge n' est jamais arrivé ." in text
+    assert len(at.get("vega_lite_chart")) == 5  # 2 worked example + 2 alignments + 1 step
+    at.select_slider(key="step").set_value(1).run()
+    assert "The context for “téléphone”" in all_text(at).replace("\\", "")

@@ -1,0 +1,76 @@
+"""/encoder-decoder: translations by four trained models, and the one-vector bottleneck."""
+
+import streamlit as st
+
+from seqviz import charts, ui
+from seqviz.analysis.translation_check import check
+from seqviz.data.translation import CHAPTER_PAIRS, reference_translation
+
+TRANSLATORS = {
+    "plain": "LSTM encoder-decoder, no attention (one vector)",
+    "additive": "LSTM + additive attention (Bahdanau et al. 2014)",
+    "dot": "LSTM + dot-product attention (Luong et al. 2015)",
+    "transformer-translator": "transformer encoder-decoder",
+}
+NAMES = list(TRANSLATORS)
+
+st.title("Encoder and decoder: the bottleneck")
+st.markdown(
+    "Translation turns one sequence into another of a different length. An **encoder** LSTM reads the English "
+    "sentence; a **decoder** LSTM writes French one word at a time, each word fed back in, until it writes an "
+    "end-of-sentence marker. Without attention, everything the decoder knows about the English must squeeze "
+    "through one fixed-size vector, the encoder's final memory. Four translators trained here on a small "
+    "English→French grammar about parcels, with the same data and the same training budget for the LSTMs."
+)
+
+missing = ui.missing_models(NAMES)
+if missing:
+    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
+             "Rebuild them with `python -m seqviz train --all`.")
+    st.stop()
+
+st.subheader("1. Your sentence, translated")
+prepared = ui.prepared()
+if not prepared.tokens:
+    st.info("Type an English sentence in the sidebar, for example “where is my order ?”.", icon=":material/edit:")
+else:
+    tokens = tuple(prepared.tokens)
+    ui.unknown_note(ui.checkpoint("additive").vocabularies["src"], prepared.tokens, "The translators")
+    reference = reference_translation(tokens)
+    if reference is None:
+        st.caption("This sentence is not in the grammar the translators learned, so there is no reference "
+                   "translation to compare with: judge the French yourself. Try one of the chapter's pairs below.")
+    else:
+        st.markdown("**Reference** (from the grammar): " + ui.escape_markdown(" ".join(reference)))
+    for name, label in TRANSLATORS.items():
+        checked = check(ui.translation(name, tokens).out_tokens, reference)
+        verdict = "" if checked.exact is None else (" ✓ exact" if checked.exact else
+                                                    f" ✗ {checked.token_accuracy:.0%} of words right")
+        st.markdown(f"**{label}**{verdict}  \n{ui.marked_tokens(checked)}")
+    if reference is not None:
+        st.caption("Words in red differ from the reference at that position.")
+
+st.subheader("2. The chapter's sentences")
+rows = []
+for english, french in CHAPTER_PAIRS:
+    row = {"English": english, "reference French": french}
+    for name in NAMES:
+        out = ui.translation(name, tuple(english.split())).out_tokens
+        row[name] = "✓" if out == french.split() else "✗ " + " ".join(out)
+    rows.append(row)
+st.dataframe(rows, hide_index=True, width="stretch")
+
+st.subheader("3. Measured: quality against sentence length")
+metadata = ui.zoo_metadata()
+metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric")
+ui.chart(charts.translation_by_length_chart(metadata, NAMES, metric),
+         charts.translation_by_length_data(metadata, NAMES), "encoder-decoder-length")
+plain, additive = metadata["plain"]["metrics"], metadata["additive"]["metrics"]
+st.markdown(
+    f"On held-out sentences of 25 tokens or more, the plain encoder-decoder gets **{plain['exact_match_ge25']:.0%}** "
+    f"exactly right, against **{additive['exact_match_ge25']:.0%}** with attention. The same fall-off as "
+    "Bahdanau et al. (2014, Fig. 2): the longer the sentence, the more one vector has to hold. Beyond the "
+    "dashed line the sentences are longer than any seen in training."
+)
+
+ui.share_box("encoder-decoder")

@@ -1,0 +1,58 @@
+"""/lstm-gates: the forget, input and output gates of a trained LSTM, word by word."""
+
+import streamlit as st
+
+from seqviz import charts, ui
+from seqviz.analysis import gates
+
+SOURCES = {"lstm": "LSTM email classifier", "additive": "LSTM encoder of the attention translator (forward direction)"}
+
+st.title("LSTM: a memory with gates")
+st.markdown(
+    "An LSTM keeps a second memory, the cell state c, that changes by addition rather than being squashed "
+    "through tanh at every step. Three gates, each a sigmoid between 0 and 1, act as valves:"
+)
+st.latex(r"c_t = f_t \odot c_{t-1} + i_t \odot \tilde{c}_t \qquad h_t = o_t \odot \tanh(c_t)")
+st.markdown(
+    "The **forget gate** fₜ keeps a fraction of the old cell (1 keeps everything, 0 erases it); the **input "
+    "gate** iₜ decides how much of this word's candidate c̃ₜ to write in; the **output gate** oₜ decides how "
+    "much of the cell to show as the memory hₜ. Where fₜ stays near 1, information and gradient travel along "
+    "the cell almost unchanged: a clean path across time, like a residual connection across depth. "
+    "The values below are replayed from the trained model's own weights (and checked against PyTorch's "
+    "nn.LSTM to 1e-5 in the tests)."
+)
+
+missing = ui.missing_models(list(SOURCES))
+if missing:
+    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
+             "Rebuild them with `python -m seqviz train --all`.")
+    st.stop()
+
+source = st.radio("Model", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="model",
+                  bind="query-params")
+prepared = ui.prepared()
+if not prepared.tokens:
+    st.info("Type a sentence in the sidebar to see the gates.", icon=":material/edit:")
+    ui.share_box("lstm-gates")
+    st.stop()
+
+vocab_name = "tokens" if source == "lstm" else "src"
+ui.unknown_note(ui.checkpoint(source).vocabularies[vocab_name], prepared.tokens, SOURCES[source])
+trace = ui.lstm_gates(source, tuple(prepared.tokens))
+hidden = trace.forget_gate.shape[1]
+
+st.subheader("1. Every gate, unit by unit")
+count = st.slider("Units to show (those whose cell state moves most)", 4, hidden, value=min(16, hidden), step=4,
+                  key="units", bind="query-params")
+units = gates.most_active_units(trace, count)
+ui.chart(charts.gates_chart(trace, units), charts.gates_data(trace), "lstm-gates")
+
+st.subheader("2. One unit across the sentence")
+unit = st.selectbox("Unit", units, key="unit")
+ui.chart(charts.unit_lines_chart(trace, unit), charts.unit_lines_data(trace, unit), "lstm-unit")
+
+st.subheader("3. How much each word keeps")
+ui.chart(charts.mean_forget_chart(trace), charts.mean_forget_data(trace), "lstm-forget")
+st.markdown(ui.escape_markdown(gates.forget_summary(trace)))
+
+ui.share_box("lstm-gates")

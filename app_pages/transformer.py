@@ -1,0 +1,101 @@
+"""/transformer: why recurrence lost. The chapter's code, attention per layer and head, measured speed."""
+
+import streamlit as st
+
+from seqviz import charts, ui
+from seqviz.analysis.timing import ATTENTION_LABEL, LSTM_LABEL
+
+CHAPTER_CODE = '''import torch
+import torch.nn as nn
+
+emails = torch.randn(8, 40, 64)          # (1) 8 emails, 40 words each, 64 numbers per word
+
+lstm = nn.LSTM(input_size=64, hidden_size=128, batch_first=True)
+out, (h, c) = lstm(emails)               # (2) reads the 40 words in order
+print(out.shape, h.shape)
+
+attn = nn.MultiheadAttention(embed_dim=64, num_heads=4, batch_first=True)
+mixed, weights = attn(emails, emails, emails)   # (3) every word looks at every word, all at once
+print(mixed.shape, weights.shape)'''
+
+st.title("Why recurrence lost")
+st.markdown(
+    "Each step of an RNN needs the step before it: a 500-word document is 500 calculations one after another, "
+    "however many the hardware could do at once. The transformer (Vaswani et al. 2017) kept attention and "
+    "dropped the recurrence: every word attends to every other word directly, all positions at the same "
+    "moment, with position information added to each word to keep the order."
+)
+
+st.subheader("1. The chapter's code, run here")
+st.code(CHAPTER_CODE, language="python")
+shapes = ui.chapter_shapes()
+st.code(f"torch.Size({list(shapes.out)}) torch.Size({list(shapes.h)})\n"
+        f"torch.Size({list(shapes.mixed)}) torch.Size({list(shapes.weights)})", language=None)
+st.markdown(
+    f"`out` {shapes.out}: the memory after every one of the 40 words, which the LSTM computed in order. "
+    f"`h` {shapes.h}: the final memory of each email. `mixed` {shapes.mixed}: every word's new vector, a mix "
+    f"of all words. `weights` {shapes.weights}: for each email a 40 × 40 table of how much each word attended "
+    "to each other word, computed with matrix multiplications rather than a 40-step loop."
+)
+
+missing = ui.missing_models(["transformer", "transformer-translator", "plain", "additive", "dot"])
+if missing:
+    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
+             "Rebuild them with `python -m seqviz train --all`.")
+    st.stop()
+
+prepared = ui.prepared()
+st.subheader("2. Self-attention of the trained email classifier, every layer and head")
+if not prepared.tokens:
+    st.info("Type a sentence in the sidebar.", icon=":material/edit:")
+else:
+    tokens = tuple(prepared.tokens)
+    ui.unknown_note(ui.checkpoint("transformer").vocabularies["tokens"], prepared.tokens, "The email transformer")
+    trace = ui.self_attention("transformer", tokens)
+    ui.chart(charts.attention_heads_chart(trace.tokens, trace.weights),
+             charts.attention_heads_data(trace.tokens, trace.weights), "transformer-self-attention")
+    st.caption("Rows: the word attending; columns: the word it looks at; each row adds to 1. Different heads "
+               "learn to look for different things, all in one step.")
+
+    st.subheader("3. Cross-attention of the trained transformer translator")
+    translated = ui.translation("transformer-translator", tokens)
+    st.markdown("It writes: " + ui.escape_markdown(" ".join(translated.out_tokens) or "(nothing)"))
+    if translated.out_tokens:
+        ui.chart(charts.attention_heads_chart(translated.src_tokens, translated.cross, queries=translated.out_tokens,
+                                              row_title="French word written", col_title="English word"),
+                 charts.attention_heads_data(translated.src_tokens, translated.cross, translated.out_tokens),
+                 "transformer-cross-attention")
+
+st.subheader("4. Measured on this machine")
+if st.button("Measure again", icon=":material/timer:"):
+    st.session_state["timing_run"] = st.session_state.get("timing_run", 0) + 1
+rows = ui.forward_times(st.session_state.get("timing_run", 0) % 2)
+ui.chart(charts.timing_chart(rows), charts.timing_data(rows), "transformer-timing")
+by = {(r.length, r.layer): r.milliseconds for r in rows}
+longest = max(r.length for r in rows)
+st.markdown(
+    f"A batch of 8 sequences, 64 numbers per word, one CPU thread. At T = {longest} the LSTM layer takes "
+    f"**{by[(longest, LSTM_LABEL)]:.1f} ms** in {longest} steps that must run one after another; the "
+    f"self-attention layer takes **{by[(longest, ATTENTION_LABEL)]:.1f} ms** in one step of matrix "
+    "multiplications, work a GPU can spread over thousands of cores at once. (On a CPU, attention's T × T "
+    "table grows with the square of the length, so its advantage here is smaller than on a GPU.)"
+)
+metadata = ui.zoo_metadata()
+translators = ["plain", "additive", "dot", "transformer-translator"]
+ui.chart(charts.throughput_chart(metadata, translators), charts.throughput_data(metadata, translators),
+         "transformer-throughput")
+
+st.subheader("Self-test: the single reason the transformer could be trained on far more text")
+throughput = charts.throughput_data(metadata, translators).set_index("model")["sentence pairs per second"]
+with st.expander("Answer, from the measurements above"):
+    faster = throughput["transformer-translator"] / throughput["additive"]
+    st.markdown(
+        "It processes all the positions of a sequence at the same moment instead of one step after another, "
+        "so it can use parallel hardware fully. Measured here: training the transformer translator ran at "
+        f"**{throughput['transformer-translator']:.0f}** sentence pairs per second against "
+        f"**{throughput['additive']:.0f}** for the LSTM with additive attention, whose decoder loops over the "
+        f"words ({faster:.1f}× on one CPU thread, where there is little parallel hardware to use); and one "
+        "self-attention layer needs one step where an LSTM layer needs T."
+    )
+
+ui.share_box("transformer")

@@ -1,0 +1,375 @@
+"""Sentence classifiers that read word order: rnn, gru, lstm and a small transformer encoder.
+
+All four read a batch of word ids ``(B, T)`` padded with ``<pad>`` = 0 plus each sentence's true length,
+and return one score per class. They share one surface, so the training loop, the tasks and the pages
+treat them alike:
+
+- ``embed(ids)`` -> ``(B, T, E)`` word vectors x_t, and ``forward_from_embeddings(emb, lengths)`` -> logits,
+  so autograd can give d(score)/d(x_t) for every position (the vanishing-gradients page);
+- ``forward(ids, lengths)`` -> ``(B, C)`` logits; ``loss(batch)`` -> mean cross-entropy;
+- ``predict_proba(ids, lengths)`` -> numpy ``(B, C)``;
+- ``trace(tokens, vocab)`` -> :class:`seqviz.traces.ClassifierTrace`.
+
+Recurrent models (the chapter's section 1 and 2) apply one cell at every step with the same weights:
+
+    rnn:  h_t = tanh(W_x x_t + W_h h_{t-1} + b)
+    gru:  two gates (Cho et al. 2014)
+    lstm: c_t = f_t ⊙ c_{t-1} + i_t ⊙ c̃_t,   h_t = o_t ⊙ tanh(c_t)
+
+and classify from the final memory h_T, read at each sentence's true length (padding never reaches it,
+because padding comes after the last word). The LSTM also replays its own ``nn.LSTM`` weights step by
+step to expose every gate (:func:`lstm_gate_trace`).
+
+The transformer (section 5) drops the recurrence: every word attends to every word in one step,
+
+    Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V,
+
+with learned position vectors added to the word vectors, and classifies from the mean of its outputs.
+Its attention weights are returned by the forward pass (never kept on the module), so
+``attention_trace`` can show every layer and head.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqviz.traces import ClassifierTrace, LSTMGateTrace, SelfAttentionTrace
+
+
+def _as_long_tensor(values) -> torch.Tensor:
+    return values.long() if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values), dtype=torch.long)
+
+
+def _one_sentence(tokens, vocab) -> tuple[list[int], list[str]]:
+    """Encode one tokenized sentence; the tokens come back as the model saw them (``<unk>`` kept visible)."""
+    ids = vocab.encode(list(tokens))
+    if not ids:
+        raise ValueError("The sentence has no words to read: type at least one word.")
+    return ids, vocab.decode(ids)
+
+
+class _ClassifierBase(nn.Module):
+    """What every torch classifier shares: loss, probabilities and the sentence-level trace."""
+
+    labels: tuple[str, ...]
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward_from_embeddings(self, emb: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Class scores (logits) ``(B, C)`` for word ids ``(B, T)`` and true lengths ``(B,)``."""
+        return self.forward_from_embeddings(self.embed(ids), lengths)
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Mean cross-entropy of the batch's labels."""
+        logits = self(batch["ids"], batch["lengths"])  # (B, C)
+        return F.cross_entropy(logits, batch["labels"])
+
+    def predict_proba(self, ids, lengths) -> np.ndarray:
+        """Softmax probabilities ``(B, C)`` as numpy, computed without autograd."""
+        with torch.inference_mode():
+            logits = self(_as_long_tensor(ids), _as_long_tensor(lengths))
+            return torch.softmax(logits.float(), dim=-1).numpy()
+
+    def trace(self, tokens, vocab) -> ClassifierTrace:
+        """The model's reading of one tokenized sentence: probabilities and, for recurrent models, h_t."""
+        ids, seen = _one_sentence(tokens, vocab)
+        with torch.inference_mode():
+            ids_t = torch.tensor([ids])  # (1, T)
+            lengths = torch.tensor([len(ids)])
+            emb = self.embed(ids_t)  # (1, T, E)
+            probs = torch.softmax(self.forward_from_embeddings(emb, lengths), dim=-1)[0]  # (C,)
+            hidden = self._hidden_for_trace(emb, lengths)
+        return ClassifierTrace(tokens=seen, labels=tuple(self.labels), probs=probs.numpy().copy(), hidden=hidden)
+
+    def _hidden_for_trace(self, emb: torch.Tensor, lengths: torch.Tensor) -> np.ndarray | None:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Recurrent classifiers
+
+
+@dataclass
+class RecurrentClassifierConfig:
+    vocab_size: int = 64  # words known, the four specials included (set from the task's Vocab)
+    labels: tuple[str, ...] = ("a", "b")  # class names, in the order of the output scores
+    emb_dim: int = 32  # E: numbers per word vector x_t
+    hidden_dim: int = 64  # H: numbers in the memory h_t (and the LSTM's cell c_t)
+    dropout: float = 0.0  # dropout on x_t and on the final h_T, during training only
+
+    def __post_init__(self):
+        self.labels = tuple(self.labels)
+        if self.vocab_size < 4 or len(self.labels) < 2 or self.emb_dim < 1 or self.hidden_dim < 1:
+            raise ValueError("a classifier needs at least the 4 special words, 2 labels and positive sizes")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError("dropout must be in [0, 1)")
+
+
+class RecurrentClassifier(_ClassifierBase):
+    """Embedding -> one recurrent layer -> linear on the final hidden state h_T (at the true length)."""
+
+    cell: ClassVar[str] = ""
+    _layers: ClassVar[dict[str, type[nn.Module]]] = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+
+    def __init__(self, config: RecurrentClassifierConfig):
+        super().__init__()
+        self.config = config
+        self.labels = config.labels
+        self.embedding = nn.Embedding(config.vocab_size, config.emb_dim, padding_idx=0)
+        self.rnn = self._layers[self.cell](config.emb_dim, config.hidden_dim, batch_first=True)
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.hidden_dim, len(config.labels))
+
+    @property
+    def recurrent_weight(self) -> torch.Tensor:
+        """W_h, the matrix that multiplies h_{t-1} at every step: (H, H) for rnn, (3H, H) gru, (4H, H) lstm."""
+        return self.rnn.weight_hh_l0
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """Word vectors x_t: (B, T) ids -> (B, T, E)."""
+        return self.embedding(ids)
+
+    def hidden_states_from_embeddings(self, emb: torch.Tensor) -> torch.Tensor:
+        """The memory after each word, h_1 .. h_T: (B, T, E) -> (B, T, H), starting from h_0 = 0."""
+        out, _ = self.rnn(self.dropout(emb))  # (B, T, H)
+        return out
+
+    def forward_from_embeddings(self, emb: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Logits (B, C) from word vectors (B, T, E): the head reads h at each sentence's last real word."""
+        hidden = self.hidden_states_from_embeddings(emb)  # (B, T, H)
+        rows = torch.arange(hidden.shape[0], device=hidden.device)
+        final = hidden[rows, lengths.to(hidden.device) - 1]  # (B, H): h_T at the true length
+        return self.head(self.dropout(final))  # (B, C)
+
+    def _hidden_for_trace(self, emb: torch.Tensor, lengths: torch.Tensor) -> np.ndarray:
+        return self.hidden_states_from_embeddings(emb)[0].numpy().copy()  # (T, H)
+
+
+class RNNClassifier(RecurrentClassifier):
+    """Elman RNN: h_t = tanh(W_x x_t + W_h h_{t-1} + b)."""
+
+    cell = "rnn"
+
+
+class GRUClassifier(RecurrentClassifier):
+    """GRU (Cho et al. 2014): a reset and an update gate, h_t = (1 - z_t) ⊙ n_t + z_t ⊙ h_{t-1}."""
+
+    cell = "gru"
+
+
+class LSTMClassifier(RecurrentClassifier):
+    """LSTM (Hochreiter & Schmidhuber 1997): c_t = f_t ⊙ c_{t-1} + i_t ⊙ c̃_t, h_t = o_t ⊙ tanh(c_t).
+
+    The forget gate's bias starts at 1 so that, before training, the cell keeps most of c_{t-1}:
+    the clean path along the cell state is open from the first step (Gers et al. 2000).
+    """
+
+    cell = "lstm"
+
+    def __init__(self, config: RecurrentClassifierConfig):
+        super().__init__(config)
+        hidden = config.hidden_dim
+        with torch.no_grad():  # gate order in nn.LSTM's weights: i, f, g, o
+            self.rnn.bias_ih_l0[hidden : 2 * hidden].fill_(1.0)
+            self.rnn.bias_hh_l0[hidden : 2 * hidden].fill_(0.0)
+
+    def gate_trace(self, tokens, vocab) -> LSTMGateTrace:
+        """Every gate, the cell and the memory, per word and per unit, replayed from nn.LSTM's weights."""
+        ids, seen = _one_sentence(tokens, vocab)
+        with torch.inference_mode():
+            emb = self.embed(torch.tensor([ids]))[0]  # (T, E)
+        return lstm_gate_trace(self.rnn, emb, seen)
+
+
+def lstm_gate_trace(lstm: nn.LSTM, inputs: torch.Tensor, tokens: list[str], reverse: bool = False) -> LSTMGateTrace:
+    """Replay the first layer of ``lstm`` on one sequence ``inputs`` (T, E), with its own weights.
+
+    Any ``nn.LSTM`` works (a classifier's, or a translator's encoder); ``reverse=True`` replays the backward
+    direction of a bidirectional layer (its arrays are still in reading order, left to right).
+    """
+    suffix = "_reverse" if reverse else ""
+    w_ih = getattr(lstm, f"weight_ih_l0{suffix}")  # (4H, E), gate order i, f, g, o
+    w_hh = getattr(lstm, f"weight_hh_l0{suffix}")  # (4H, H)
+    if lstm.bias:
+        bias = getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}")  # (4H,)
+    else:
+        bias = torch.zeros(w_ih.shape[0], dtype=w_ih.dtype)
+    if getattr(lstm, "proj_size", 0):
+        raise ValueError("LSTMs with projections are not replayed")
+    with torch.inference_mode():
+        steps = replay_lstm(w_ih, w_hh, bias, inputs.flip(0) if reverse else inputs)
+        if reverse:
+            steps = {name: values.flip(0) for name, values in steps.items()}
+    arrays = {name: values.numpy().copy() for name, values in steps.items()}
+    return LSTMGateTrace(
+        tokens=list(tokens),
+        input_gate=arrays["input_gate"],
+        forget_gate=arrays["forget_gate"],
+        output_gate=arrays["output_gate"],
+        candidate=arrays["candidate"],
+        cell=arrays["cell"],
+        hidden=arrays["hidden"],
+    )
+
+
+def replay_lstm(
+    w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor, inputs: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """One LSTM layer, one step at a time, from h_0 = c_0 = 0; every returned tensor is (T, H).
+
+    i_t = σ(W_ii x_t + W_hi h_{t-1} + b_i)      f_t = σ(W_if x_t + W_hf h_{t-1} + b_f)
+    c̃_t = tanh(W_ig x_t + W_hg h_{t-1} + b_g)   o_t = σ(W_io x_t + W_ho h_{t-1} + b_o)
+    c_t = f_t ⊙ c_{t-1} + i_t ⊙ c̃_t             h_t = o_t ⊙ tanh(c_t)
+    """
+    hidden_size = w_hh.shape[1]
+    h = inputs.new_zeros(hidden_size)  # (H,)
+    c = inputs.new_zeros(hidden_size)  # (H,)
+    names = ("input_gate", "forget_gate", "candidate", "output_gate", "cell", "hidden")
+    rows: dict[str, list[torch.Tensor]] = {name: [] for name in names}
+    for x_t in inputs:  # (E,)
+        z = w_ih @ x_t + w_hh @ h + bias  # (4H,)
+        i_t, f_t, g_t, o_t = z.chunk(4)  # each (H,)
+        i_t, f_t, g_t, o_t = torch.sigmoid(i_t), torch.sigmoid(f_t), torch.tanh(g_t), torch.sigmoid(o_t)
+        c = f_t * c + i_t * g_t
+        h = o_t * torch.tanh(c)
+        for name, value in zip(names, (i_t, f_t, g_t, o_t, c, h), strict=True):
+            rows[name].append(value)
+    return {name: torch.stack(values) for name, values in rows.items()}  # each (T, H)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Transformer encoder classifier
+
+
+@dataclass
+class TransformerClassifierConfig:
+    vocab_size: int = 64  # words known, the four specials included (set from the task's Vocab)
+    labels: tuple[str, ...] = ("a", "b")  # class names, in the order of the output scores
+    d_model: int = 64  # numbers per position, in every layer
+    n_heads: int = 4  # N: attention heads per layer (d_model must divide by it)
+    n_layers: int = 2  # L: encoder blocks
+    d_ff: int = 128  # hidden units of each block's feed-forward network
+    max_len: int = 64  # positions with a learned position vector (>= the longest sentence read)
+    dropout: float = 0.1  # dropout on attention weights and residual branches, during training only
+
+    def __post_init__(self):
+        self.labels = tuple(self.labels)
+        if self.vocab_size < 4 or len(self.labels) < 2 or min(self.d_model, self.n_heads, self.n_layers) < 1:
+            raise ValueError("a classifier needs at least the 4 special words, 2 labels and positive sizes")
+        if self.d_model % self.n_heads:
+            raise ValueError("d_model must be a multiple of n_heads")
+        if self.d_ff < 1 or self.max_len < 1 or not 0.0 <= self.dropout < 1.0:
+            raise ValueError("d_ff and max_len must be positive and dropout in [0, 1)")
+
+
+def attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(Q Kᵀ / √d_k) V for (B, N, T, d_k) tensors; returns (output (B, N, T, d_k), weights (B, N, T, T)).
+
+    ``key_padding`` (B, T) is True where a position is padding: nobody attends to it.
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, N, T, T)
+    if key_padding is not None:
+        scores = scores.masked_fill(key_padding[:, None, None, :], float("-inf"))
+    weights = torch.softmax(scores, dim=-1)  # (B, N, T, T): each row adds to 1
+    return weights @ v, weights
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention that returns its weights, per head."""
+
+    def __init__(self, config: TransformerClassifierConfig):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
+        self.proj = nn.Linear(config.d_model, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, key_padding: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        batch, length, d_model = x.shape
+        q, k, v = self.qkv(x).split(d_model, dim=-1)  # each (B, T, D)
+        q, k, v = (t.view(batch, length, self.n_heads, -1).transpose(1, 2) for t in (q, k, v))  # (B, N, T, d_k)
+        mixed, weights = attention(q, k, v, key_padding)  # (B, N, T, d_k), (B, N, T, T)
+        mixed = mixed.transpose(1, 2).reshape(batch, length, d_model)  # (B, T, D)
+        return self.dropout(self.proj(mixed)), weights
+
+
+class EncoderBlock(nn.Module):
+    """Pre-norm transformer block: x + attention(LN(x)), then x + FFN(LN(x))."""
+
+    def __init__(self, config: TransformerClassifierConfig):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(config.d_model)
+        self.attn = SelfAttention(config)
+        self.norm2 = nn.LayerNorm(config.d_model)
+        self.ffn = nn.Sequential(
+            nn.Linear(config.d_model, config.d_ff),
+            nn.GELU(),
+            nn.Linear(config.d_ff, config.d_model),
+            nn.Dropout(config.dropout),
+        )
+
+    def forward(self, x: torch.Tensor, key_padding: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        mixed, weights = self.attn(self.norm1(x), key_padding)
+        x = x + mixed  # (B, T, D)
+        return x + self.ffn(self.norm2(x)), weights
+
+
+class TransformerClassifier(_ClassifierBase):
+    """Word vector + learned position vector -> L encoder blocks -> mean over the words -> linear."""
+
+    def __init__(self, config: TransformerClassifierConfig):
+        super().__init__()
+        self.config = config
+        self.labels = config.labels
+        self.embedding = nn.Embedding(config.vocab_size, config.d_model, padding_idx=0)
+        self.positions = nn.Embedding(config.max_len, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(EncoderBlock(config) for _ in range(config.n_layers))
+        self.norm = nn.LayerNorm(config.d_model)
+        self.head = nn.Linear(config.d_model, len(config.labels))
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """Word vectors x_t (positions not yet added): (B, T) ids -> (B, T, D)."""
+        if ids.shape[1] > self.config.max_len:
+            raise ValueError(f"this transformer reads at most {self.config.max_len} words")
+        return self.embedding(ids)
+
+    def encode(self, emb: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Outputs (B, T, D) and the attention weights of every layer, stacked: (B, L, N, T, T)."""
+        length = emb.shape[1]
+        steps = torch.arange(length, device=emb.device)
+        key_padding = steps[None, :] >= lengths.to(emb.device)[:, None]  # (B, T): True on padding
+        x = self.dropout(emb + self.positions(steps)[None])  # (B, T, D)
+        all_weights = []
+        for block in self.blocks:
+            x, weights = block(x, key_padding)  # weights (B, N, T, T)
+            all_weights.append(weights)
+        return self.norm(x), torch.stack(all_weights, dim=1)
+
+    def forward_from_embeddings(self, emb: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Logits (B, C) from word vectors (B, T, D): mean of the outputs over each sentence's real words."""
+        out, _ = self.encode(emb, lengths)  # (B, T, D)
+        real = (torch.arange(emb.shape[1], device=emb.device)[None, :] < lengths.to(emb.device)[:, None]).float()
+        pooled = (out * real[..., None]).sum(1) / real.sum(1, keepdim=True)  # (B, D)
+        return self.head(pooled)  # (B, C)
+
+    def attention_trace(self, tokens, vocab) -> SelfAttentionTrace:
+        """Self-attention weights of every layer and head for one sentence: (L, N, T, T)."""
+        ids, seen = _one_sentence(tokens, vocab)
+        with torch.inference_mode():
+            ids_t = torch.tensor([ids])  # (1, T)
+            _, weights = self.encode(self.embed(ids_t), torch.tensor([len(ids)]))  # (1, L, N, T, T)
+        return SelfAttentionTrace(tokens=seen, weights=weights[0].numpy().copy())

@@ -1,0 +1,239 @@
+"""The shipped models: every name, what it is, how it is trained, and where its checkpoint lives.
+
+Each model of the zoo is a :class:`ZooEntry` (family, task, config, training hyperparameters, seed);
+``python -m seqviz train`` rebuilds its checkpoint in ``assets/models/`` with the one training loop.
+Reading a model's metadata (:func:`metadata`) needs only its JSON, so a page can show the measured
+numbers without importing torch; :func:`load` builds the model itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    name: str  # the file stem in assets/models/ and the name pages use
+    family: str  # a key of seqviz.models.FAMILIES
+    task: str  # a key of seqviz.tasks.TASKS
+    description: str  # one line for tables and pickers
+    config: dict[str, Any] = field(default_factory=dict)  # config fields; vocab sizes and labels come from the task
+    train: dict[str, Any] = field(default_factory=dict)  # seqviz.train.TrainConfig fields
+    seed: int = 0  # initial weights, batches and dropout
+    task_options: dict[str, Any] = field(default_factory=dict)  # e.g. the memory task's curriculum
+    curve_steps: tuple[int, ...] = ()  # also measure held-out metrics after these steps (a learning curve)
+
+
+_CLASSIFIER_TRAIN = {"steps": 2500, "batch_size": 64, "lr": 3e-3, "warmup": 100, "clip": 1.0}
+_MEMORY_TRAIN = {"steps": 2000, "batch_size": 64, "lr": 3e-3, "warmup": 100, "clip": 1.0}
+# No curriculum: every distance 1..60 from the first step, the same data and budget for rnn, gru and lstm.
+# The learning curve shows what each knows after a few hundred steps: the plain RNN learns the long
+# distances last (its gradient through many steps is the weakest), the gated ones learn them at once.
+_MEMORY_OPTIONS: dict[str, Any] = {}
+_MEMORY_CURVE = (100, 200, 300, 400, 500, 750, 1000, 1500, 2000)
+# seqviz.models.seq2seq.RECOMMENDED_TRAINING: the same budget for plain and the attention models, so
+# plain's fall-off with length is the bottleneck's doing, not a smaller training run.
+_SEQ2SEQ_TRAIN = {"steps": 3000, "batch_size": 64, "lr": 3e-3, "warmup": 100, "clip": 1.0}
+# hidden 64 per direction: measured by helper "seq2seq" to reach the targets (additive and dot exact on
+# every sentence of <= 30 tokens, plain far behind on long ones) in half the time of the default 128.
+_SEQ2SEQ = {"emb_dim": 64, "hidden": 64, "attn_dim": 64, "bidirectional": True, "dropout": 0.0}
+_RECURRENT = {"emb_dim": 32, "hidden_dim": 64, "dropout": 0.0}
+_MEMORY_RECURRENT = {"emb_dim": 16, "hidden_dim": 64, "dropout": 0.0}
+
+ENTRIES: tuple[ZooEntry, ...] = (
+    ZooEntry("bow", "bow", "emails", "bag-of-words naive Bayes: counts words, ignores their order",
+             config={"alpha": 1.0}),
+    ZooEntry("rnn", "rnn", "emails", "plain RNN classifier (tanh), reads the email word by word",
+             config=_RECURRENT, train=_CLASSIFIER_TRAIN),
+    ZooEntry("gru", "gru", "emails", "GRU classifier", config=_RECURRENT, train=_CLASSIFIER_TRAIN),
+    ZooEntry("lstm", "lstm", "emails", "LSTM classifier", config=_RECURRENT, train=_CLASSIFIER_TRAIN),
+    ZooEntry("transformer", "transformer", "emails", "2-layer, 4-head transformer encoder classifier",
+             config={"d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 128, "max_len": 64, "dropout": 0.1},
+             train={**_CLASSIFIER_TRAIN, "steps": 2000, "lr": 2e-3, "weight_decay": 0.01, "warmup": 200}),
+    ZooEntry("memory-rnn", "rnn", "memory", "plain RNN on 'remember the first word'",
+             config=_MEMORY_RECURRENT, train=_MEMORY_TRAIN, task_options=_MEMORY_OPTIONS,
+             curve_steps=_MEMORY_CURVE),
+    ZooEntry("memory-gru", "gru", "memory", "GRU on 'remember the first word'",
+             config=_MEMORY_RECURRENT, train=_MEMORY_TRAIN, task_options=_MEMORY_OPTIONS,
+             curve_steps=_MEMORY_CURVE),
+    ZooEntry("memory-lstm", "lstm", "memory", "LSTM on 'remember the first word'",
+             config=_MEMORY_RECURRENT, train=_MEMORY_TRAIN, task_options=_MEMORY_OPTIONS,
+             curve_steps=_MEMORY_CURVE),
+    ZooEntry("plain", "plain", "translation", "LSTM encoder-decoder without attention: the one-vector bottleneck",
+             config={**_SEQ2SEQ, "kind": "plain"}, train=_SEQ2SEQ_TRAIN),
+    ZooEntry("additive", "additive", "translation", "LSTM encoder-decoder with additive attention (Bahdanau)",
+             config={**_SEQ2SEQ, "kind": "additive"}, train=_SEQ2SEQ_TRAIN),
+    ZooEntry("dot", "dot", "translation", "LSTM encoder-decoder with dot-product attention (Luong)",
+             config={**_SEQ2SEQ, "kind": "dot"}, train=_SEQ2SEQ_TRAIN),
+    ZooEntry("transformer-translator", "transformer-seq2seq", "translation",
+             "encoder-decoder transformer: self- and cross-attention, no recurrence",
+             # seqviz.models.transformer_seq2seq's defaults and RECOMMENDED_TRAINING (random position shift 40)
+             config={"d_model": 64, "n_heads": 4, "enc_layers": 2, "dec_layers": 2, "d_ff": 256, "dropout": 0.0,
+                     "max_position_shift": 40},
+             train={"steps": 3000, "batch_size": 64, "lr": 2e-3, "warmup": 200, "clip": 1.0}),
+)
+
+ZOO: dict[str, ZooEntry] = {entry.name: entry for entry in ENTRIES}
+NAMES: tuple[str, ...] = tuple(ZOO)
+
+
+def names(task: str | None = None) -> list[str]:
+    """Every shipped model's name (of one task, if given), in the zoo's order."""
+    return [entry.name for entry in ENTRIES if task is None or entry.task == task]
+
+
+def entry(name: str) -> ZooEntry:
+    if name not in ZOO:
+        raise KeyError(f"no model called {name!r} in the zoo; the zoo has: {', '.join(NAMES)}")
+    return ZOO[name]
+
+
+def paths(name: str, directory: Path | None = None) -> tuple[Path, Path]:
+    """(weights, json) paths of a shipped model."""
+    directory = Path(directory) if directory is not None else ASSETS_DIR
+    return directory / f"{entry(name).name}.safetensors", directory / f"{name}.json"
+
+
+def available(directory: Path | None = None) -> list[str]:
+    """The zoo's names whose two checkpoint files exist."""
+    return [name for name in NAMES if all(p.is_file() for p in paths(name, directory))]
+
+
+def metadata(name: str, directory: Path | None = None) -> dict:
+    """A shipped model's JSON (family, config, task, params, train seconds, metrics...), read without torch."""
+    _, json_path = paths(name, directory)
+    if not json_path.is_file():
+        raise FileNotFoundError(f"the zoo model {name!r} has not been trained yet: run `python -m seqviz train {name}`")
+    return json.loads(json_path.read_text(encoding="utf-8"))
+
+
+def all_metadata(directory: Path | None = None) -> dict[str, dict]:
+    """name -> JSON of every shipped model that exists."""
+    return {name: metadata(name, directory) for name in available(directory)}
+
+
+def load(name: str, directory: Path | None = None):
+    """The shipped model ``name`` as a :class:`seqviz.checkpoints.Checkpoint` (eval mode, gradients off)."""
+    from seqviz import checkpoints
+
+    weights_path, _ = paths(name, directory)
+    return checkpoints.load(weights_path.with_suffix(""))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Building and training (imports torch)
+
+
+def make_task(name: str, vocabularies=None):
+    """The task of a zoo model, with its curriculum options."""
+    from seqviz.tasks import make_task as _make_task
+
+    spec = entry(name)
+    return _make_task(spec.task, vocabularies=vocabularies, **spec.task_options)
+
+
+def build(name: str, task=None):
+    """A freshly initialised model of the zoo entry ``name`` (seeded: the same weights every time)."""
+    from seqviz.models import FAMILIES
+    from seqviz.models import build as build_family
+    from seqviz.train import seed_everything
+
+    spec = entry(name)
+    task = task if task is not None else make_task(name)
+    config_class = FAMILIES[spec.family][0]
+    config = config_class(**{**spec.config, **task.model_fields()})
+    seed_everything(spec.seed)
+    return build_family(spec.family, config)
+
+
+def train_config(name: str):
+    from seqviz.train import TrainConfig
+
+    spec = entry(name)
+    return TrainConfig(**{**spec.train, "seed": spec.seed})
+
+
+def train_and_save(name: str, directory: Path | None = None, progress=None, stop=None) -> dict:
+    """Train the zoo model ``name`` from scratch, evaluate it on held-out data, save it; returns its JSON."""
+    from seqviz import checkpoints
+    from seqviz.tasks import DATA_SEED
+    from seqviz.train import train
+
+    spec = entry(name)
+    task = make_task(name)
+    model = build(name, task)
+    config = train_config(name)
+    curve: list[dict] = []
+
+    def measure_curve(p) -> None:
+        if p.step in spec.curve_steps:
+            p.model.eval()  # the loop puts it back in training mode before the next step
+            curve.append({"step": p.step, **task.evaluate(p.model)})
+        if progress is not None:
+            progress(p)
+
+    result = train(model, task, config, progress=measure_curve if spec.curve_steps else progress, stop=stop)
+    if result.stopped:
+        raise RuntimeError(f"training of {name!r} was stopped after {result.steps} steps; nothing saved")
+    metrics = task.evaluate(model)
+    if curve:
+        metrics["learning_curve"] = curve
+    meta = {
+        "name": name,
+        "description": spec.description,
+        "task": spec.task,
+        "task_options": spec.task_options,
+        "data_seed": DATA_SEED,
+        "seed": spec.seed,
+        "steps": result.steps,
+        "train_seconds": round(result.seconds, 2),
+        "final_loss": result.final_loss,
+        "train": {k: v for k, v in vars(config).items()},
+        "vocabularies": task.vocabularies,
+        "metrics": metrics,
+    }
+    weights_path, _ = paths(name, directory)
+    checkpoints.save(weights_path.with_suffix(""), model, meta)
+    return metadata(name, directory)
+
+
+def train_with_log(name: str, directory: str | Path | None = None, log_every: int = 250) -> dict:
+    """Train and save one zoo model with one torch thread, logging to stderr (the command line's worker)."""
+    import sys
+
+    import torch
+
+    torch.set_num_threads(1)
+
+    def log(message: str) -> None:
+        print(f"[{name}] {message}", file=sys.stderr, flush=True)
+
+    def progress(p) -> None:
+        if p.step == 1 or p.step % log_every == 0 or p.step == p.steps:
+            log(f"step {p.step}/{p.steps} loss {p.loss:.4f} ({p.elapsed_s:.0f} s)")
+
+    log("training")
+    meta = train_and_save(name, directory=Path(directory) if directory else None, progress=progress)
+    log(f"done in {meta['train_seconds']:.0f} s: {json.dumps(summary_metrics(meta))}")
+    return meta
+
+
+def summary_metrics(meta: dict) -> dict:
+    """The few numbers that tell whether a model reached its target."""
+    metrics = meta.get("metrics") or {}
+    task = meta.get("task")
+    if task == "emails":
+        keys = ("test_accuracy", "twins_accuracy", "twins_same_prediction")
+        return {k: metrics.get(k) for k in keys}
+    if task == "memory":
+        by_distance = metrics.get("accuracy_by_distance") or {}
+        return {f"accuracy_at_{d}": by_distance.get(str(d)) for d in (1, 5, 10, 20, 40, 60)}
+    if task == "translation":
+        keys = ("exact_match_le30", "token_accuracy_le30", "exact_match_ge25", "chapter_pairs_exact")
+        return {k: metrics.get(k) for k in keys}
+    return {}

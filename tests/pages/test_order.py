@@ -1,0 +1,23 @@
+from conftest import SENTENCES, all_text, set_sentence
+
+PAGE = "app_pages/order.py"
+
+
+def test_both_emails_bags_predictions_and_twins(open_page):
+    at = open_page(PAGE)
+    text = all_text(at)
+    assert "The parcel arrived, but never the charger that was supposed to be in it." in [t.value for t in at.text]
+    assert "The charger arrived, but never the parcel that was supposed to have it." in [t.value for t in at.text]
+    assert "0.915" in text  # cosine of the two chapter emails' count vectors
+    assert "Right on Email B: rnn, gru, lstm, transformer" in text  # bow cannot read order
+    assert "100%" in text  # naive Bayes gives both twins the same answer in every pair
+    assert len(at.get("vega_lite_chart")) == 5
+
+
+def test_sentences_of_every_kind(open_page):
+    at = open_page(PAGE)
+    for sentence in SENTENCES:
+        set_sentence(at, sentence)
+        assert len(at.get("vega_lite_chart")) >= 4
+    set_sentence(at, "zzz qqq xyzzy")
+    assert "reads them as <unk>" in all_text(at).replace("\\", "")

@@ -1,0 +1,25 @@
+from conftest import SENTENCES, all_text, set_sentence
+
+PAGE = "app_pages/transformer.py"
+
+
+def test_chapter_shapes_printed(open_page):
+    at = open_page(PAGE)
+    printed = [c.value for c in at.code]
+    assert "torch.Size([8, 40, 128]) torch.Size([1, 8, 128])\ntorch.Size([8, 40, 64]) torch.Size([8, 40, 40])" \
+        in printed
+
+
+def test_attention_maps_timing_and_self_test(open_page):
+    at = open_page(PAGE)
+    assert len(at.get("vega_lite_chart")) == 4
+    text = all_text(at)
+    assert "sentence pairs per second" in text
+    assert "all the positions of a sequence at the same moment" in text
+
+
+def test_sentences_of_every_kind(open_page):
+    at = open_page(PAGE)
+    for sentence in SENTENCES:
+        set_sentence(at, sentence)
+        assert not at.exception

@@ -1,0 +1,27 @@
+from conftest import SENTENCES, all_text, set_sentence
+
+PAGE = "app_pages/vanishing_gradients.py"
+
+
+def test_saliency_jacobians_and_memory(open_page):
+    at = open_page(PAGE)
+    text = all_text(at)
+    assert "σ_max(W_h)" in text and "trained RNN η =" in text
+    assert "Held-out accuracy at distance 20" in text
+    assert len(at.get("vega_lite_chart")) == 3
+
+
+def test_scaling_the_recurrent_weights(open_page):
+    at = open_page(PAGE, T="50")
+    at.select_slider(key="scale").set_value(3.0).run()
+    assert not at.exception
+    assert "With W_h × 3, η =" in all_text(at)
+    at.select_slider(key="scale").set_value(0.25).run()
+    assert "vanish" in all_text(at)
+
+
+def test_sentences_of_every_kind(open_page):
+    at = open_page(PAGE, T="25")
+    for sentence in SENTENCES:
+        set_sentence(at, sentence)
+    assert len(at.get("vega_lite_chart")) == 3
