@@ -53,12 +53,14 @@ else:
 st.subheader("2. The chapter's sentences")
 rows = []
 for english, french in CHAPTER_PAIRS:
-    row = {"English": english, "reference French": french}
+    row = {"English": english}
     for name in NAMES:
         out = ui.translation(name, tuple(english.split())).out_tokens
-        row[name] = "✓" if out == french.split() else "✗ " + " ".join(out)
+        row[name.removesuffix("-translator")] = "✓" if out == french.split() else "✗ " + " ".join(out)
+    row["reference French"] = french
     rows.append(row)
 st.dataframe(rows, hide_index=True, width="stretch")
+st.caption("✓: the model's greedy output is exactly the reference; otherwise its output is shown.")
 
 st.subheader("3. Measured: quality against sentence length")
 metadata = ui.zoo_metadata()

@@ -59,7 +59,7 @@ scaled = curves.get(("rnn", scaled_state), rnn)
 far = min(20, length - 1)
 st.markdown(
     f"Averaged over 3 random word sequences of {length} words (geometric mean of the spectral norm). "
-    f"The dashed lines are Pascanu et al.'s (2013) bound for the plain RNN, ‖∂h_T/∂h_k‖ ≤ η^(T−k) with "
+    f"The grey dotted line is Pascanu et al.'s (2013) bound for the plain RNN, ‖∂h_T/∂h_k‖ ≤ η^(T−k) with "
     f"η = σ_max(W_h) (γ = 1 for tanh): for the trained RNN η = **{rnn.eta:.2f}**, and {far} steps back the "
     f"measured norm is **{rnn.norm[far - 1]:.1e}**"
     + (" — with η above 1 the bound allows growth, yet the measurement vanishes: tanh's slopes 1 − h² pull every "
@@ -85,13 +85,40 @@ st.caption("Untrained: the same model, same sizes and seed, before training. The
 
 st.subheader("3. Can it learn twenty steps back?")
 metadata = ui.zoo_metadata()
-ui.chart(charts.memory_accuracy_chart(metadata, MEMORY), charts.memory_data(metadata, MEMORY), "gradients-memory")
-at20 = {n: metadata[n]["metrics"]["accuracy_at_20"] for n in MEMORY}
+steps = [point["step"] for point in metadata[MEMORY[0]]["metrics"]["learning_curve"]]
 st.markdown(
-    "Three models trained with the same budget on the plainest long-range task: the label is the first word, "
-    "followed by up to 60 distractor words. Held-out accuracy at distance 20: "
-    + ", ".join(f"{n.removeprefix('memory-')} **{a:.1%}**" for n, a in at20.items())
-    + f" (chance is {metadata[MEMORY[0]]['metrics']['chance']:.1%})."
+    "The plainest long-range task: the label is the first word, followed by 1 to 60 distractor words. Three "
+    "models trained with the same data, steps and learning rate; held-out accuracy was measured every "
+    f"{steps[1] - steps[0]} steps. Move through training:"
 )
+step = st.select_slider("Training steps so far", options=steps, value=300 if 300 in steps else steps[0],
+                        key="steps", bind="query-params")
+ui.chart(charts.memory_accuracy_chart(metadata, MEMORY, step), charts.memory_data(metadata, MEMORY, step),
+         "gradients-memory")
+
+
+def at_20(name: str, when: int | None) -> float:
+    return charts.memory_curve(metadata[name], when)["20"]
+
+
+chance = metadata[MEMORY[0]]["metrics"]["chance"]
+st.markdown(
+    f"Accuracy at distance 20 after {step} steps: "
+    + ", ".join(f"{n.removeprefix('memory-')} **{at_20(n, step):.0%}**" for n in MEMORY)
+    + f" (chance is {chance:.1%}). After all {steps[-1]} steps: "
+    + ", ".join(f"{n.removeprefix('memory-')} **{at_20(n, None):.0%}**" for n in MEMORY) + "."
+)
+first_full = {n: next((p["step"] for p in metadata[n]["metrics"]["learning_curve"]
+                       if min(p["accuracy_by_distance"].values()) >= 0.95), None) for n in MEMORY}
+st.info(
+    "Measured here: "
+    + "; ".join(f"{n.removeprefix('memory-')} is right 95% of the time at every distance from step {s}"
+                if s else f"{n.removeprefix('memory-')} never is within {steps[-1]} steps"
+                for n, s in first_full.items())
+    + ". On this clean task, with Adam and gradient clipping, the plain RNN does learn to look 60 steps back, "
+    "but it learns far distances last and slowest: its gradient from far words is tiny, as in section 2. The "
+    "gated models get there almost at once. On real text, where the far signal is faint and mixed with "
+    "everything else, that difference decides what can be learned at all.",
+    icon=":material/insights:")
 
 ui.share_box("vanishing-gradients")

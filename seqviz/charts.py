@@ -110,7 +110,7 @@ def attention_weights_chart(worked: WorkedAttention) -> alt.LayerChart:
     data = attention_steps_data(worked)
     data["label"] = position_labels(worked.words)
     base = alt.Chart(data).encode(
-        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=200)),
+        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False, labelLimit=200)),
         x=alt.X("weight α:Q", title="softmax weight α", scale=alt.Scale(domain=[0, 1])),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("score q·k:Q", format=".3f"),
                  alt.Tooltip("e^score:Q", format=".3f"), alt.Tooltip("weight α:Q", format=".3f")],
@@ -196,8 +196,8 @@ def heatmap(data: pd.DataFrame, rows: list[str], cols: list[str], *, value: str 
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme, domainMid=0)
     base = alt.Chart(data).encode(
         x=alt.X("column:N", sort=cols, title=col_title,
-                axis=alt.Axis(labelAngle=-50, labelLimit=160, orient="top")),
-        y=alt.Y("row:N", sort=rows, title=row_title, axis=alt.Axis(labelLimit=160)),
+                axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160, orient="top")),
+        y=alt.Y("row:N", sort=rows, title=row_title, axis=alt.Axis(labelOverlap=False, labelLimit=160)),
     )
     rect = base.mark_rect().encode(
         color=alt.Color(f"{value}:Q", scale=scale, title=value, legend=alt.Legend(orient="right")),
@@ -251,6 +251,7 @@ def gates_chart(trace, units: list[int] | None = None) -> alt.VConcatChart:
     units = list(range(hidden)) if units is None else units
     words = position_labels(trace.tokens)
     unit_names = [f"unit {u:02d}" for u in units]
+    column = min(36, max(14, 900 // max(len(words), 1)))  # px per word: wide when short, fits when long
     panels = []
     for name, field, domain, scheme in GATE_FIELDS:
         values = getattr(trace, field)[:, units].T  # (units, T)
@@ -262,8 +263,8 @@ def gates_chart(trace, units: list[int] | None = None) -> alt.VConcatChart:
         else:
             domain_used = domain
         panels.append(heatmap(data, unit_names, words, value="value", row_title="unit", col_title="",
-                              domain=domain_used, scheme=scheme, cell=14, title=name)
-                      .properties(width=max(22 * len(words), 160)))
+                              domain=domain_used, scheme=scheme, cell=16, title=name)
+                      .properties(width=column * len(words)))
     return alt.vconcat(*panels).resolve_scale(color="independent")
 
 
@@ -285,7 +286,7 @@ def unit_lines_chart(trace, unit: int) -> alt.Chart:
     colours = alt.Scale(domain=["forget gate f", "input gate i", "output gate o", "candidate c̃", "cell state c",
                                 "hidden h"], range=[BLUE, GREEN, PURPLE, GREY, VERMILLION, ORANGE])
     base = alt.Chart(data).encode(
-        x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelAngle=-50, labelLimit=160)),
+        x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("value:Q", title="value"),
         color=alt.Color("quantity:N", scale=colours, legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("quantity:N"), alt.Tooltip("value:Q", format=".3f")],
@@ -303,7 +304,7 @@ def mean_forget_chart(trace) -> alt.Chart:
     data = mean_forget_data(trace)
     words = list(data["word"])
     base = alt.Chart(data).encode(
-        x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelAngle=-50, labelLimit=160)),
+        x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("mean forget gate:Q", scale=alt.Scale(domain=[0, 1]), title="mean forget gate f (all units)"),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("mean forget gate:Q", format=".3f"),
                  alt.Tooltip("mean input gate:Q", format=".3f")],
@@ -334,8 +335,9 @@ def attention_heads_chart(tokens: list[str], weights: np.ndarray, queries: list[
     cell = 12 if max(len(keys), len(rows_labels)) <= 20 else 8
     return alt.Chart(data).mark_rect().encode(
         x=alt.X("to word:N", sort=keys, title=col_title,
-                axis=alt.Axis(labelAngle=-60, labelLimit=120, labelFontSize=9)),
-        y=alt.Y("from word:N", sort=rows_labels, title=row_title, axis=alt.Axis(labelLimit=120, labelFontSize=9)),
+                axis=alt.Axis(labelOverlap=False, labelAngle=-60, labelLimit=120, labelFontSize=9)),
+        y=alt.Y("from word:N", sort=rows_labels, title=row_title,
+                axis=alt.Axis(labelOverlap=False, labelLimit=120, labelFontSize=9)),
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=alt.Legend(orient="right")),
         tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("head:N"), alt.Tooltip("from word:N"), alt.Tooltip("to word:N"),
                  alt.Tooltip("weight:Q", format=".3f")],
@@ -499,31 +501,43 @@ def twins_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
         height=44 * len(names), title="Held-out accuracy: ordinary emails and word-identical twins")
 
 
-def memory_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame:
+def memory_curve(meta: dict, step: int | None = None) -> dict[str, float]:
+    """Accuracy by distance of a memory model, after ``step`` training steps (None: the shipped model)."""
+    metrics = meta["metrics"]
+    if step is None:
+        return metrics["accuracy_by_distance"]
+    for point in metrics.get("learning_curve", []):
+        if point["step"] == step:
+            return point["accuracy_by_distance"]
+    raise KeyError(f"no measurement after {step} steps")
+
+
+def memory_data(metadata: dict[str, dict], names: list[str], step: int | None = None) -> pd.DataFrame:
     rows = []
     for name in names:
-        for distance, accuracy in metadata[name]["metrics"]["accuracy_by_distance"].items():
+        for distance, accuracy in memory_curve(metadata[name], step).items():
             rows.append({"model": name, "distance": int(distance), "accuracy": accuracy})
     return pd.DataFrame(rows)
 
 
-def memory_accuracy_chart(metadata: dict[str, dict], names: list[str]) -> alt.LayerChart:
-    data = memory_data(metadata, names)
+def memory_accuracy_chart(metadata: dict[str, dict], names: list[str], step: int | None = None) -> alt.LayerChart:
+    data = memory_data(metadata, names, step)
     chance = metadata[names[0]]["metrics"]["chance"]
     base = alt.Chart(data).encode(
         x=alt.X("distance:Q", title="distance: words between the first word and the answer"),
-        y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="held-out accuracy"),
         color=alt.Color("model:N", sort=names, scale=alt.Scale(range=[VERMILLION, GREEN, BLUE]),
                         legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("distance:Q"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
     marks = pd.DataFrame({"x": [20], "y": [chance], "label": [f"chance {chance:.1%}"]})
     rule20 = alt.Chart(marks).mark_rule(strokeDash=[4, 4], color=GREY).encode(x="x:Q")
-    chance_rule = alt.Chart(marks).mark_rule(strokeDash=[2, 2], color=GREY).encode(y="y:Q")
+    chance_rule = alt.Chart(marks).mark_rule(strokeDash=[2, 2], color=GREY).encode(y=alt.Y("y:Q", title=None))
     chance_text = alt.Chart(marks).mark_text(align="left", dx=4, dy=-6, color=GREY).encode(
-        x=alt.value(4), y="y:Q", text="label:N")
+        x=alt.value(4), y=alt.Y("y:Q", title=None), text="label:N")
+    when = "the shipped models" if step is None else f"after {step} training steps"
     return alt.layer(base.mark_line(strokeWidth=2.5), rule20, chance_rule, chance_text).properties(
-        height=300, title="Remember the first word: accuracy against distance (held-out)")
+        height=300, title=f"Remember the first word: held-out accuracy against distance, {when}")
 
 
 def translation_by_length_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame:
@@ -552,7 +566,7 @@ def translation_by_length_chart(metadata: dict[str, dict], names: list[str], met
     )
     rule = alt.Chart(pd.DataFrame({"x": [limit + 0.5], "label": [f"longest training sentence: {limit} tokens"]}))
     limit_marks = rule.mark_rule(strokeDash=[5, 4], color=GREY).encode(x="x:Q") + rule.mark_text(
-        align="right", dx=-4, y=12, color=GREY).encode(x="x:Q", text="label:N")
+        align="right", dx=-6, y=300, color=GREY).encode(x="x:Q", text="label:N")
     return alt.layer(base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=45), limit_marks).properties(
         height=320, title=f"Held-out {metric} against source length")
 
@@ -570,7 +584,7 @@ def throughput_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame
 def throughput_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
     data = throughput_data(metadata, names)
     base = alt.Chart(data).encode(
-        y=alt.Y("model:N", sort=names, title=None),
+        y=alt.Y("model:N", sort=names, title=None, axis=alt.Axis(labelLimit=220)),
         x=alt.X("sentence pairs per second:Q", title="training sentence pairs per second (one CPU thread)"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("sentence pairs per second:Q", format=".0f"),
                  alt.Tooltip("training seconds:Q", format=".0f"), alt.Tooltip("steps:Q")],
@@ -594,7 +608,7 @@ def step_chart(step, src_tokens: list[str]) -> alt.HConcatChart:
     tooltip = [alt.Tooltip("source word:N"), alt.Tooltip("score:Q", format=".3f"),
                alt.Tooltip("weight α:Q", format=".3f")]
     height = max(18 * len(words), 80)
-    y = alt.Y("source word:N", sort=words, title=None, axis=alt.Axis(labelLimit=160))
+    y = alt.Y("source word:N", sort=words, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=160))
     scores = alt.Chart(data).mark_bar(color=GREY).encode(
         y=y, x=alt.X("score:Q", title="① score vᵀ tanh(W s + U hⱼ)"), tooltip=tooltip
     ).properties(height=height, width=220)

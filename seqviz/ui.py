@@ -79,7 +79,9 @@ def _app_base_url() -> str:
 
 def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
     """Draw an altair chart and offer its data as CSV and its picture as PNG and SVG."""
-    st.altair_chart(figure, width="stretch", height=_height_of(figure))
+    # Compound charts (concat, facet) keep the widths they were drawn with; single charts fill the column.
+    compound = isinstance(figure, alt.VConcatChart | alt.HConcatChart | alt.ConcatChart | alt.FacetChart)
+    st.altair_chart(figure, width="content" if compound else "stretch", height=_height_of(figure))
     row = st.container(horizontal=True)
     row.download_button("CSV", data=_csv_of(data), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")

@@ -79,7 +79,7 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 2000}, accept_downloads=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     pg = context.new_page()
     pg.set_default_timeout(60_000)
     yield pg

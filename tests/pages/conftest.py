@@ -46,4 +46,4 @@ def all_text(at: AppTest) -> str:
     for kind in ("markdown", "caption", "info", "warning", "code", "text", "title", "header", "subheader",
                  "latex"):
         parts += [str(e.value) for e in getattr(at, kind)]
-    return "\n".join(parts)
+    return "\n".join(parts).replace("\\", "")  # markdown escapes of visitor text removed

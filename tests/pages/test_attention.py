@@ -13,7 +13,7 @@ def test_defaults_are_the_chapter_numbers(open_page):
     text = all_text(at)
     assert "(0.720, 0.420)" in text
     assert "5.732" in text
-    assert len(at.get("vega_lite_chart")) == 2
+    assert len(at.get("vega_lite_chart")) == 5  # worked example (2), alignments (2), one real step
 
 
 def test_self_test_shows_new_weights_and_says_what_changed(open_page):

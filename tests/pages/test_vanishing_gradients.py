@@ -7,7 +7,7 @@ def test_saliency_jacobians_and_memory(open_page):
     at = open_page(PAGE)
     text = all_text(at)
     assert "σ_max(W_h)" in text and "trained RNN η =" in text
-    assert "Held-out accuracy at distance 20" in text
+    assert "Accuracy at distance 20 after 300 steps" in text
     assert len(at.get("vega_lite_chart")) == 3
 
 
@@ -25,3 +25,9 @@ def test_sentences_of_every_kind(open_page):
     for sentence in SENTENCES:
         set_sentence(at, sentence)
     assert len(at.get("vega_lite_chart")) == 3
+
+
+def test_moving_through_training(open_page):
+    at = open_page(PAGE, T="25")
+    at.select_slider(key="steps").set_value(2000).run()
+    assert "Accuracy at distance 20 after 2000 steps" in all_text(at)
