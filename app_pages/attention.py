@@ -75,16 +75,11 @@ st.markdown(
     "network, vᵀ tanh(W sₜ₋₁ + U hⱼ), instead of a plain dot product. The dot-product translator (Luong et al. "
     "2015) scores with sₜ · W hⱼ after its decoder step."
 )
-missing = ui.missing_models(["additive", "dot"])
-prepared = ui.prepared()
-if missing:
-    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
-             "Rebuild them with `python -m seqviz train --all`.")
-elif not prepared.tokens:
-    st.info("Type an English sentence in the sidebar, for example “where is my order ?”.", icon=":material/edit:")
-else:
-    tokens = tuple(prepared.tokens)
-    ui.unknown_note(ui.checkpoint("additive").vocabularies["src"], prepared.tokens, "The translators")
+tokens = None
+if ui.models_ready(["additive", "dot"]):
+    tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.")
+if tokens:
+    ui.unknown_note(ui.checkpoint("additive").vocabularies["src"], tokens, "The translators")
     additive = ui.translation("additive", tokens)
     dot = ui.translation("dot", tokens)
     st.markdown("**Additive** writes: " + ui.escape_markdown(" ".join(additive.out_tokens) or "(nothing)")

@@ -23,19 +23,13 @@ st.markdown(
     "English→French grammar about parcels, with the same data and the same training budget for the LSTMs."
 )
 
-missing = ui.missing_models(NAMES)
-if missing:
-    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
-             "Rebuild them with `python -m seqviz train --all`.")
+if not ui.models_ready(NAMES):
     st.stop()
 
 st.subheader("1. Your sentence, translated")
-prepared = ui.prepared()
-if not prepared.tokens:
-    st.info("Type an English sentence in the sidebar, for example “where is my order ?”.", icon=":material/edit:")
-else:
-    tokens = tuple(prepared.tokens)
-    ui.unknown_note(ui.checkpoint("additive").vocabularies["src"], prepared.tokens, "The translators")
+tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.")
+if tokens:
+    ui.unknown_note(ui.checkpoint("additive").vocabularies["src"], tokens, "The translators")
     reference = reference_translation(tokens)
     if reference is None:
         st.caption("This sentence is not in the grammar the translators learned, so there is no reference "

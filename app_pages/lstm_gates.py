@@ -22,23 +22,19 @@ st.markdown(
     "nn.LSTM to 1e-5 in the tests)."
 )
 
-missing = ui.missing_models(list(SOURCES))
-if missing:
-    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
-             "Rebuild them with `python -m seqviz train --all`.")
+if not ui.models_ready(list(SOURCES)):
     st.stop()
 
 source = st.radio("Model", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="model",
                   bind="query-params")
-prepared = ui.prepared()
-if not prepared.tokens:
-    st.info("Type a sentence in the sidebar to see the gates.", icon=":material/edit:")
+tokens = ui.sentence_tokens("Type a sentence in the sidebar to see the gates.")
+if not tokens:
     ui.share_box("lstm-gates")
     st.stop()
 
 vocab_name = "tokens" if source == "lstm" else "src"
-ui.unknown_note(ui.checkpoint(source).vocabularies[vocab_name], prepared.tokens, SOURCES[source])
-trace = ui.lstm_gates(source, tuple(prepared.tokens))
+ui.unknown_note(ui.checkpoint(source).vocabularies[vocab_name], tokens, SOURCES[source])
+trace = ui.lstm_gates(source, tokens)
 hidden = trace.forget_gate.shape[1]
 
 st.subheader("1. Every gate, unit by unit")

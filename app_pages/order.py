@@ -32,10 +32,7 @@ st.markdown(
     f"**{bags.cosine:.3f}** (1 means the same bag). A model that only counts words has almost nothing to go on."
 )
 
-missing = ui.missing_models(CLASSIFIERS)
-if missing:
-    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
-             "Rebuild them with `python -m seqviz train --all`.")
+if not ui.models_ready(CLASSIFIERS):
     st.stop()
 
 st.subheader("2. What the trained models say")
@@ -55,12 +52,10 @@ for column, (text, label), name in ((a_col, CHAPTER_EMAILS[0], "Email A"), (b_co
         st.caption(f"Right on {name}: {', '.join(right_models) or 'none'}.")
 
 st.subheader("3. Your sentence")
-prepared = ui.prepared()
-if not prepared.tokens:
-    st.info("Type a sentence in the sidebar to see how each model routes it.", icon=":material/edit:")
-else:
-    mine = {model: ui.classifier_trace(model, tuple(prepared.tokens)) for model in CLASSIFIERS}
-    ui.unknown_note(ui.checkpoint("lstm").vocabularies["tokens"], prepared.tokens, "The email models")
+tokens = ui.sentence_tokens("Type a sentence in the sidebar to see how each model routes it.")
+if tokens:
+    mine = {model: ui.classifier_trace(model, tokens) for model in CLASSIFIERS}
+    ui.unknown_note(ui.checkpoint("lstm").vocabularies["tokens"], tokens, "The email models")
     ui.chart(charts.probabilities_chart(mine, title="The sidebar sentence"), charts.probabilities_data(mine),
              "order-sentence")
     votes = ", ".join(f"{m}: {t.predicted}" for m, t in mine.items())

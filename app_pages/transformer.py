@@ -38,19 +38,13 @@ st.markdown(
     "to each other word, computed with matrix multiplications rather than a 40-step loop."
 )
 
-missing = ui.missing_models(["transformer", "transformer-translator", "plain", "additive", "dot"])
-if missing:
-    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
-             "Rebuild them with `python -m seqviz train --all`.")
+if not ui.models_ready(["transformer", "transformer-translator", "plain", "additive", "dot"]):
     st.stop()
 
-prepared = ui.prepared()
 st.subheader("2. Self-attention of the trained email classifier, every layer and head")
-if not prepared.tokens:
-    st.info("Type a sentence in the sidebar.", icon=":material/edit:")
-else:
-    tokens = tuple(prepared.tokens)
-    ui.unknown_note(ui.checkpoint("transformer").vocabularies["tokens"], prepared.tokens, "The email transformer")
+tokens = ui.sentence_tokens()
+if tokens:
+    ui.unknown_note(ui.checkpoint("transformer").vocabularies["tokens"], tokens, "The email transformer")
     trace = ui.self_attention("transformer", tokens)
     ui.chart(charts.attention_heads_chart(trace.tokens, trace.weights),
              charts.attention_heads_data(trace.tokens, trace.weights), "transformer-self-attention")

@@ -16,19 +16,13 @@ st.markdown(
     "models trained in this lab."
 )
 
-missing = ui.missing_models(CLASSIFIERS + MEMORY)
-if missing:
-    st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
-             "Rebuild them with `python -m seqviz train --all`.")
+if not ui.models_ready(CLASSIFIERS + MEMORY):
     st.stop()
 
 st.subheader("1. Which words can still move the decision?")
-prepared = ui.prepared()
-if not prepared.tokens:
-    st.info("Type a sentence in the sidebar.", icon=":material/edit:")
-else:
-    tokens = tuple(prepared.tokens)
-    ui.unknown_note(ui.checkpoint("rnn").vocabularies["tokens"], prepared.tokens, "The email models")
+tokens = ui.sentence_tokens()
+if tokens:
+    ui.unknown_note(ui.checkpoint("rnn").vocabularies["tokens"], tokens, "The email models")
     found = {name: ui.saliency(name, tokens) for name in CLASSIFIERS}
     ui.chart(charts.saliency_chart(found), charts.saliency_data(found), "gradients-saliency")
     spans = "; ".join(f"{name}: {s.norms[0] / s.norms[-1]:.2g}×" for name, s in found.items() if s.norms[-1] > 0)

@@ -118,18 +118,23 @@ def _lazy_image(figure: alt.TopLevelMixin, fmt: str) -> Callable[[], bytes]:
 # --- The sentence as models read it ---------------------------------------------------------------
 
 
-def prepared():
-    """The sidebar sentence tokenized and bounded (seqviz.text.prepare), with a note when it was cut."""
+def sentence_tokens(hint: str = "Type a sentence in the sidebar.") -> tuple[str, ...] | None:
+    """The sidebar sentence as tokens, bounded by seqviz.text.prepare (with a note when it was cut);
+    None, with ``hint`` shown, when there is nothing to read."""
     from seqviz.text import prepare
 
     result = prepare(sentence())
     if result.message:
         notice(result.message)
-    return result
+    if not result.tokens:
+        st.info(hint, icon=":material/edit:")
+        return None
+    return tuple(result.tokens)
 
 
-def unknown_note(vocab, tokens: list[str], model_label: str) -> None:
+def unknown_note(vocab, tokens, model_label: str) -> None:
     """Name the words a model has never seen; they are read as <unk>, never dropped."""
+    tokens = list(tokens)
     unknown = vocab.unknown_words(tokens)
     if unknown:
         distinct = list(dict.fromkeys(unknown))
@@ -161,12 +166,16 @@ def zoo_metadata() -> dict[str, dict]:
     return zoo.all_metadata()
 
 
-def missing_models(names: list[str]) -> list[str]:
-    """The names among ``names`` whose checkpoints are not shipped; pages say so instead of failing."""
+def models_ready(names: list[str]) -> bool:
+    """True when every model in ``names`` is shipped; otherwise say which are missing and how to rebuild them."""
     from seqviz import zoo
 
     have = set(zoo.available())
-    return [n for n in names if n not in have]
+    missing = [n for n in names if n not in have]
+    if missing:
+        st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
+                 "Rebuild them with `python -m seqviz train --all`.")
+    return not missing
 
 
 # --- Traces: cached per (model, sentence) ---------------------------------------------------------
