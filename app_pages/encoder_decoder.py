@@ -53,7 +53,7 @@ for english, french in CHAPTER_PAIRS:
         row[name.removesuffix("-translator")] = "✓" if out == french.split() else "✗ " + " ".join(out)
     row["reference French"] = french
     rows.append(row)
-st.dataframe(rows, hide_index=True, width="stretch")
+st.table(rows, border="horizontal", hide_index=True)
 st.caption("✓: the model's greedy output is exactly the reference; otherwise its output is shown.")
 
 st.subheader("3. Measured: quality against sentence length")

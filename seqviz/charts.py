@@ -566,7 +566,7 @@ def translation_by_length_chart(metadata: dict[str, dict], names: list[str], met
     )
     rule = alt.Chart(pd.DataFrame({"x": [limit + 0.5], "label": [f"longest training sentence: {limit} tokens"]}))
     limit_marks = rule.mark_rule(strokeDash=[5, 4], color=GREY).encode(x="x:Q") + rule.mark_text(
-        align="right", dx=-6, y=300, color=GREY).encode(x="x:Q", text="label:N")
+        align="right", dx=-6, color=GREY).encode(x="x:Q", y=alt.datum(0.05), text="label:N")
     return alt.layer(base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=45), limit_marks).properties(
         height=320, title=f"Held-out {metric} against source length")
 

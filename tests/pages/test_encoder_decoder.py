@@ -7,7 +7,7 @@ PAGE = "app_pages/encoder_decoder.py"
 
 def test_the_six_chapter_pairs_are_exact_for_the_attention_models(open_page):
     at = open_page(PAGE)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["English"]) == [english for english, _ in CHAPTER_PAIRS]
     for name in ("additive", "dot", "transformer"):
         assert list(table[name]) == ["✓"] * 6, name
