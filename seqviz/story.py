@@ -1,6 +1,6 @@
 """The pages of the story, in the chapter's order: one source for the router and the home page's map.
 
-A page is listed here only once it is built; there are no placeholder pages.
+A page is listed here only once it is built.
 """
 
 from __future__ import annotations

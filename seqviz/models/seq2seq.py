@@ -69,6 +69,23 @@ from seqviz.traces import AttentionStep, TranslationTrace
 # Special ids fixed by the contract of seqviz.text.Vocab: <pad>=0, <unk>=1, <bos>=2, <eos>=3.
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 
+
+def teacher_forced_loss(logits: torch.Tensor, tgt: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Mean cross-entropy of y_t given y_<t and the source, <pad> ignored.
+
+    ``tgt`` (B, U+2) is <bos> y_1 .. y_U <eos> <pad>..., ``logits`` (B, U+1, V) predict tgt[:, 1:]."""
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1), ignore_index=PAD_ID,
+                           label_smoothing=label_smoothing)
+
+
+def keep_greedy_step(outputs: list[list[int]], y: torch.Tensor, done: torch.Tensor, max_len: int) -> torch.Tensor:
+    """Append this step's words y (B,) to the unfinished outputs (never <eos>, at most max_len each);
+    returns the updated "finished" mask (B,)."""
+    for b in torch.nonzero(~done & (y != EOS_ID)).flatten().tolist():
+        if len(outputs[b]) < max_len:
+            outputs[b].append(int(y[b]))
+    return done | (y == EOS_ID)
+
 KINDS = ("plain", "additive", "dot")
 
 # Settings for the one training loop (seqviz.train.TrainConfig fields), per kind, for the default config
@@ -303,12 +320,7 @@ class Seq2Seq(nn.Module):
         """Mean cross-entropy of y_t given y_<t and the source (teacher forcing), <pad> ignored."""
         tgt = batch["tgt"]
         logits = self(batch["src"], batch["src_lengths"], tgt[:, :-1])  # (B, U+1, V)
-        return F.cross_entropy(
-            logits.reshape(-1, logits.size(-1)),
-            tgt[:, 1:].reshape(-1),
-            ignore_index=PAD_ID,
-            label_smoothing=self.config.label_smoothing,
-        )
+        return teacher_forced_loss(logits, tgt, self.config.label_smoothing)
 
     # ----------------------------------------------------------------- inference
     def _greedy(
@@ -326,10 +338,7 @@ class Seq2Seq(nn.Module):
             y = logits.argmax(dim=-1)  # (B,)
             if record:
                 records.append(info)
-            for b in torch.nonzero(~done & (y != EOS_ID)).flatten().tolist():
-                if len(outputs[b]) < max_len:
-                    outputs[b].append(int(y[b]))
-            done |= y == EOS_ID
+            done = keep_greedy_step(outputs, y, done, max_len)
             if bool(done.all()):
                 break
         return outputs, records

@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
+from seqviz.models.seq2seq import keep_greedy_step, teacher_forced_loss
 from seqviz.traces import TransformerTranslationTrace
 
 # Special ids fixed by the contract of seqviz.text.Vocab: <pad>=0, <unk>=1, <bos>=2, <eos>=3.
@@ -261,12 +261,7 @@ class TransformerSeq2Seq(nn.Module):
         """Mean cross-entropy of y_t given y_<t and the source (teacher forcing), <pad> ignored."""
         tgt = batch["tgt"]
         logits = self(batch["src"], batch["src_lengths"], tgt[:, :-1])  # (B, U+1, V)
-        return F.cross_entropy(
-            logits.reshape(-1, logits.size(-1)),
-            tgt[:, 1:].reshape(-1),
-            ignore_index=PAD_ID,
-            label_smoothing=self.config.label_smoothing,
-        )
+        return teacher_forced_loss(logits, tgt, self.config.label_smoothing)
 
     def _greedy(self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int) -> list[list[int]]:
         memory, src_mask, _ = self.encode(src, src_lengths)
@@ -277,10 +272,7 @@ class TransformerSeq2Seq(nn.Module):
         for _ in range(max_len + 1):
             logits, _, _ = self.decode(ys, memory, src_mask)  # the whole prefix again: (B, t, V)
             y = logits[:, -1].argmax(dim=-1)  # (B,)
-            for b in torch.nonzero(~done & (y != EOS_ID)).flatten().tolist():
-                if len(outputs[b]) < max_len:
-                    outputs[b].append(int(y[b]))
-            done |= y == EOS_ID
+            done = keep_greedy_step(outputs, y, done, max_len)
             if bool(done.all()):
                 break
             ys = torch.cat([ys, y[:, None]], dim=1)  # (B, t+1)
