@@ -78,6 +78,8 @@ metadata = ui.zoo_metadata()
 translators = ["plain", "additive", "dot", "transformer-translator"]
 ui.chart(charts.throughput_chart(metadata, translators), charts.throughput_data(metadata, translators),
          "transformer-throughput")
+st.caption("From the training command's own clock (steps × batch size ÷ training seconds), one thread per model, "
+           "with other work sharing the machine: rough figures. `python -m benchmarks` measures them again.")
 
 st.subheader("Self-test: the single reason the transformer could be trained on far more text")
 throughput = charts.throughput_data(metadata, translators).set_index("model")["sentence pairs per second"]

@@ -86,8 +86,9 @@ def main() -> None:
         f"Measured {started} on {platform.machine()}, {platform.python_version()}, "
         f"{__import__('os').cpu_count()} CPUs. Written by `python -m benchmarks`; never asserted in tests.",
         "## Pages (AppTest, in one process)",
-        "cold: first visit, loading torch and models; warm: a rerun with caches filled; peak RSS: the "
-        "process's peak memory after that page (cumulative).",
+        "cold: the page's first run in this process (the first page to need torch pays for loading it; "
+        "models and traces cached by earlier pages stay cached, as on a server shared by many visitors); "
+        "warm: a rerun with caches filled; peak RSS: the process's peak memory so far.",
         _table(pages),
     ]
     if args.train_steps:
