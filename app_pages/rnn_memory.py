@@ -46,11 +46,16 @@ st.markdown(
     "multiplies k of these factors together."
 )
 ui.chart(charts.gradient_chart(run), charts.gradient_data(run), "rnn-gradient")
-product_20 = (f"In this run, 20 steps back the product is **{run.gradient[19]:.2e}**."
-              if run.steps >= 20 else "Set 20 or more steps to compare this run with it.")
+if run.steps >= 20:
+    typical = tiny_rnn.mean_factor(run, 20)
+    product_20 = (f"In this run, 20 steps back the product is **{run.gradient[19]:.2e}**: the factors average "
+                  f"{typical:.3f} per step, not 0.375. The chapter's 0.75 is 1 − h² with h² ≈ 0.25 at every step; "
+                  "here the memory fades towards 0, so 1 − hₜ² ≈ 1 and each factor is close to w itself.")
+else:
+    product_20 = "Set 20 or more steps to compare this run with it."
 st.markdown(
     f"The chapter's figure: twenty steps back, with each factor about 0.5 × 0.75, the learning signal is "
-    f"(0.5 × 0.75)²⁰ ≈ **{tiny_rnn.CHAPTER_PRODUCT:.1e}** (the red diamond). {product_20}"
+    f"(0.5 × 0.75)²⁰ ≈ **{tiny_rnn.CHAPTER_PRODUCT:.1e}** (the diamond). {product_20}"
 )
 for line in tiny_rnn.describe_run(run):
     st.info(line, icon=":material/insights:")

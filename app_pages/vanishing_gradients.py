@@ -30,8 +30,8 @@ if tokens:
         "For each model: the size of the gradient of its chosen team's score with respect to each word's "
         "vector, ‖∂score/∂xₜ‖, against how far the word is from the end. A word with a tiny gradient barely "
         "changes the decision, and training cannot learn much from it. The first word's gradient relative to "
-        f"the last word's, on this sentence: {spans}. On sentences this short every trained model still "
-        "hears every word; the measurement below follows the gradient over 100 steps and more."
+        f"the last word's, on this sentence: {spans}. The measurement below follows the gradient over 100 steps "
+        "and more."
     )
 
 st.subheader("2. ‖∂h_T/∂h_k‖ on long sequences")
@@ -44,17 +44,16 @@ curves = {}
 for name in RECURRENT:
     curves[(name, "untrained")] = ui.jacobian_curve(name, False, length)
     curves[(name, "trained")] = ui.jacobian_curve(name, True, length)
-scaled_state = f"trained, W_h × {scale:g}"
+scaled_state = f"W_h × {scale:g}"
 if scale != 1.0:
     curves[("rnn", scaled_state)] = ui.jacobian_curve("rnn", True, length, scale)
 ui.chart(charts.jacobian_chart(curves), charts.jacobian_data(curves), "gradients-jacobian")
 rnn = curves[("rnn", "trained")]
-scaled = curves.get(("rnn", scaled_state), rnn)
 far = min(20, length - 1)
 st.markdown(
     f"Averaged over 3 random word sequences of {length} words (geometric mean of the spectral norm). "
     f"The grey dotted line is Pascanu et al.'s (2013) bound for the plain RNN, ‖∂h_T/∂h_k‖ ≤ η^(T−k) with "
-    f"η = σ_max(W_h) (γ = 1 for tanh): for the trained RNN η = **{rnn.eta:.2f}**, and {far} steps back the "
+    f"η = σ_max(W_h) (γ = 1 for tanh): for the shipped RNN η = **{rnn.eta:.2f}**, and {far} steps back the "
     f"measured norm is **{rnn.norm[far - 1]:.1e}**"
     + (" — with η above 1 the bound allows growth, yet the measurement vanishes: tanh's slopes 1 − h² pull every "
        "factor down. (The bound is cut off where it leaves the chart.)" if rnn.eta > 1 else ".")
@@ -62,18 +61,21 @@ st.markdown(
     "its cell state is the clean path."
 )
 if scale != 1.0:
-    grows = scaled.norm.max() > 1
-    st.info(
-        f"With W_h × {scale:g}, η = {scaled.eta:.2f}. "
-        + ("The gradient grows going back: it explodes. In training, one such step can throw the weights far "
-           "away, which is why recurrent models are trained with gradient clipping: when the gradient's "
-           "length exceeds a threshold (1.0 for every model here), it is scaled down to that length."
-           if grows else
-           "Even so the measured gradient does not grow: η > 1 is necessary for an explosion, not sufficient. "
-           "tanh saturates (its slope 1 − h² falls towards 0) and damps the product."
-           if scaled.eta > 1 else
-           "With η < 1 the bound itself forces the gradient to vanish, exponentially fast."),
-        icon=":material/insights:")
+    scaled = curves[("rnn", scaled_state)]
+    at_far = scaled.norm[far - 1]
+    if at_far > 1:
+        verdict = (f"{far} steps back the gradient is {at_far:.1e}, larger than where it started: it explodes. In "
+                   "training, one such step can throw the weights far away, which is why recurrent models are "
+                   "trained with gradient clipping: when the gradient's length exceeds a threshold (1.0 for every "
+                   "model here), it is scaled down to that length.")
+    elif scaled.eta > 1:
+        verdict = (f"Yet {far} steps back the measured gradient is {at_far:.1e}: it still vanishes. η > 1 is "
+                   "necessary for an explosion, not sufficient: with larger weights tanh saturates, its slope "
+                   "1 − h² falls towards 0 and damps every factor.")
+    else:
+        verdict = (f"With η < 1 the bound itself forces the gradient to vanish, exponentially fast: {far} steps "
+                   f"back it is {at_far:.1e}.")
+    st.info(f"With W_h × {scale:g}, η = {scaled.eta:.2f}. {verdict}", icon=":material/insights:")
 st.caption("Untrained: the same model, same sizes and seed, before training. The slider scales only the "
            "trained RNN's W_h (a copy; the shipped model is not changed).")
 

@@ -18,6 +18,17 @@ from seqviz.analysis.tiny_rnn import CHAPTER_PRODUCT, CHAPTER_STEPS_BACK, TinyRN
 # Colours that stay apart for colour-blind readers (Okabe–Ito).
 BLUE, ORANGE, GREEN, VERMILLION, PURPLE, GREY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#777777"
 
+# One colour per model on every chart.
+MODEL_COLOURS = {"bow": GREY, "rnn": VERMILLION, "gru": GREEN, "lstm": BLUE, "transformer": PURPLE,
+                 "plain": VERMILLION, "additive": BLUE, "dot": GREEN, "transformer-translator": PURPLE}
+
+
+def model_colours(names) -> alt.Scale:
+    """A colour scale for these model names (memory-rnn takes rnn's colour)."""
+    names = list(names)
+    return alt.Scale(domain=names, range=[MODEL_COLOURS.get(n.removeprefix("memory-"), ORANGE) for n in names])
+
+
 # Smallest magnitude drawn on a log axis; below it a value is reported as 0.
 LOG_FLOOR = 1e-300
 
@@ -404,8 +415,7 @@ def saliency_chart(saliencies: dict) -> alt.Chart:
     base = alt.Chart(data).encode(
         x=alt.X("steps back from the end:Q", title="steps back from the last word", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("gradient size:Q", scale=alt.Scale(type="log"), title="‖∂ score / ∂ xₜ‖ (log scale)"),
-        color=alt.Color("model:N", scale=alt.Scale(range=[VERMILLION, GREEN, BLUE, PURPLE]),
-                        legend=alt.Legend(orient="bottom", title=None)),
+        color=alt.Color("model:N", scale=model_colours(saliencies), legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("word:N"), alt.Tooltip("steps back from the end:Q"),
                  alt.Tooltip("gradient size:Q", format=".3e"), alt.Tooltip("predicted:N")],
     )
@@ -433,6 +443,8 @@ def jacobian_data(curves: dict) -> pd.DataFrame:
 
 def jacobian_chart(curves: dict) -> alt.LayerChart:
     data = jacobian_data(curves)
+    states = list(dict.fromkeys(state for _, state in curves))  # trained, untrained, then a scaled copy if any
+    dashes = [[1, 0], [6, 4], [1, 3]]
     encode = dict(
         x=alt.X("T − k:Q", title="distance T − k (steps)"),
         y=alt.Y("norm:Q", scale=alt.Scale(type="log"), title="‖∂h_T/∂h_k‖ (log scale)"),
@@ -440,9 +452,10 @@ def jacobian_chart(curves: dict) -> alt.LayerChart:
                  alt.Tooltip("norm:Q", format=".3e")],
     )
     measured = alt.Chart(data[~data["bound"]]).mark_line(strokeWidth=2.5).encode(
-        color=alt.Color("model:N", scale=alt.Scale(domain=["rnn", "gru", "lstm"], range=[VERMILLION, GREEN, BLUE]),
+        color=alt.Color("model:N", scale=model_colours(["rnn", "gru", "lstm"]),
                         legend=alt.Legend(orient="bottom", title="model")),
-        strokeDash=alt.StrokeDash("state:N", legend=alt.Legend(orient="bottom", title="weights", labelLimit=300)),
+        strokeDash=alt.StrokeDash("state:N", scale=alt.Scale(domain=states, range=dashes[: len(states)]),
+                                  legend=alt.Legend(orient="bottom", title="weights", labelLimit=300, symbolSize=400)),
         **encode)
     layers = [measured]
     if data["bound"].any():
@@ -526,7 +539,7 @@ def memory_accuracy_chart(metadata: dict[str, dict], names: list[str], step: int
     base = alt.Chart(data).encode(
         x=alt.X("distance:Q", title="distance: words between the first word and the answer"),
         y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="held-out accuracy"),
-        color=alt.Color("model:N", sort=names, scale=alt.Scale(range=[VERMILLION, GREEN, BLUE]),
+        color=alt.Color("model:N", sort=names, scale=model_colours(names),
                         legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("distance:Q"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
@@ -559,7 +572,7 @@ def translation_by_length_chart(metadata: dict[str, dict], names: list[str], met
     base = alt.Chart(data).encode(
         x=alt.X("middle:Q", title="source sentence length (tokens, bucket middle)"),
         y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric),
-        color=alt.Color("model:N", sort=names, scale=alt.Scale(range=[VERMILLION, BLUE, GREEN, PURPLE]),
+        color=alt.Color("model:N", sort=names, scale=model_colours(names),
                         legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("source length:N"), alt.Tooltip("value:Q", format=".1%"),
                  alt.Tooltip("n:Q", title="sentences")],

@@ -168,11 +168,32 @@ def describe_run(run: TinyRNNRun) -> list[str]:
     return lines
 
 
+def is_chapter_setting(run: TinyRNNRun) -> bool:
+    """w = 0.5, tanh, and a 1 followed by zeros: the chapter's own run."""
+    x = run.inputs
+    return run.activation == "tanh" and run.w == 0.5 and x[0] == 1.0 and not np.any(x[1:])
+
+
 def self_test_answer(run: TinyRNNRun) -> str:
-    """Why the first input fades by about half each step, from this run's own numbers."""
-    ratios = fade_ratios(run)
-    shown = ", ".join(f"{r:.3f}" for r in ratios[:5] if np.isfinite(r))
-    return (f"Each step keeps hₜ / hₜ₋₁ of the memory: here {shown or 'no ratio (the memory is 0)'}. With no new "
-            f"input, hₜ = tanh(w · hₜ₋₁), and for small numbers tanh(a) ≈ a, so hₜ ≈ w · hₜ₋₁: the memory is "
-            f"multiplied by w = {run.w:g} at every step. With w = 0.5 that is halving; the first ratio is "
-            "a little lower because tanh bends large values (tanh(1) = 0.762, not 1).")
+    """Why the first input fades by about half each step: from the chapter's run, computed live, and a
+    word on the visitor's own run when its settings differ."""
+    chapter = run if is_chapter_setting(run) else run_tiny_rnn(impulse(max(run.steps, 6)))
+    shown = ", ".join(f"{r:.3f}" for r in fade_ratios(chapter)[:5])
+    answer = (f"With no new input, hₜ = tanh(0.5 · hₜ₋₁). For small numbers tanh(a) ≈ a, so hₜ ≈ 0.5 · hₜ₋₁: "
+              f"each step keeps about half of the memory. The ratios hₜ / hₜ₋₁ of the chapter's run are {shown}: "
+              "the first is a little lower because tanh bends the larger value (tanh(1) = 0.762, not 1), and "
+              "they approach 0.5 as the memory gets small.")
+    if chapter is not run:
+        ratios = [r for r in fade_ratios(run)[:5] if np.isfinite(r)]
+        mine = ", ".join(f"{r:.3f}" for r in ratios) or "none (the memory is 0)"
+        answer += (f" Your settings differ (w = {run.w:g}, f = {run.activation}, your own inputs), and your run's "
+                   f"ratios are {mine}: the fade factor is w only where the input is 0 and f is close to the "
+                   "identity.")
+    return answer
+
+
+def mean_factor(run: TinyRNNRun, steps_back: int) -> float:
+    """Geometric mean of |w · f'| over the last ``steps_back`` steps: the typical factor per step back."""
+    k = min(steps_back, run.steps)
+    product = abs(run.gradient[k - 1])
+    return product ** (1 / k) if product > 0 else 0.0

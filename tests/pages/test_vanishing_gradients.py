@@ -6,7 +6,7 @@ PAGE = "app_pages/vanishing_gradients.py"
 def test_saliency_jacobians_and_memory(open_page):
     at = open_page(PAGE)
     text = all_text(at)
-    assert "σ_max(W_h)" in text and "trained RNN η =" in text
+    assert "σ_max(W_h)" in text and "shipped RNN η =" in text
     assert "Accuracy at distance 20 after 300 steps" in text
     assert len(at.get("vega_lite_chart")) == 3
 
@@ -31,3 +31,11 @@ def test_moving_through_training(open_page):
     at = open_page(PAGE, T="25")
     at.select_slider(key="steps").set_value(2000).run()
     assert "Accuracy at distance 20 after 2000 steps" in all_text(at)
+
+
+def test_explosion_is_called_only_when_measured(open_page):
+    at = open_page(PAGE, T="50", scale="1.5")
+    text = all_text(at)
+    # η > 1 after scaling, but the measured gradient 20 steps back must decide what the page says
+    assert "With W_h × 1.5" in text
+    assert ("it explodes" in text) != ("it still vanishes" in text)

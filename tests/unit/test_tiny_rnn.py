@@ -75,4 +75,18 @@ def test_self_test_answer_quotes_live_ratios():
     run = tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(6))
     answer = tiny_rnn.self_test_answer(run)
     assert "0.477" in answer  # 0.363 / 0.762
-    assert "w = 0.5" in answer
+    assert "about half" in answer and "Your settings differ" not in answer
+
+
+def test_self_test_answer_on_other_settings_quotes_that_run_too():
+    run = tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(10), w=2.0)
+    answer = tiny_rnn.self_test_answer(run)
+    assert "0.477" in answer  # still explains the chapter's run
+    assert "Your settings differ (w = 2" in answer
+    assert f"{run.hidden[1] / run.hidden[0]:.3f}" in answer
+
+
+def test_mean_factor_is_the_geometric_mean_of_the_slopes():
+    run = tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(25))
+    assert tiny_rnn.mean_factor(run, 20) == pytest.approx(np.prod(np.abs(run.local_slope[-20:])) ** (1 / 20))
+    assert 0.45 < tiny_rnn.mean_factor(run, 20) <= 0.5  # the memory has faded: 1 - h² ≈ 1
