@@ -18,7 +18,7 @@ st.latex(r"\text{score}_j = \mathbf{q}\cdot\mathbf{k}_j \qquad "
 
 st.header("1. The worked example, by hand")
 low, high = VECTOR_RANGE
-number = dict(min_value=low, max_value=high, step=0.1, format="%.2f")
+number = dict(min_value=low, max_value=high, step=0.1, format="%.2f", bind="query-params")
 
 inputs, results = st.columns([2, 3], gap="large")
 with inputs:
@@ -26,11 +26,12 @@ with inputs:
     q1, q2 = st.columns(2)
     query = (q1.number_input("q, dimension 1", value=ex.CHAPTER_QUERY[0], key="q1", **number),
              q2.number_input("q, dimension 2", value=ex.CHAPTER_QUERY[1], key="q2", **number))
+    st.caption(f"Each number from {low:g} to {high:g}.")
     st.markdown("**Encoder states**: one vector per input word")
     words, keys = [], []
     for j, (word, key) in enumerate(zip(ex.CHAPTER_WORDS, ex.CHAPTER_KEYS, strict=True), start=1):
         c0, c1, c2 = st.columns([2, 1, 1])
-        typed = c0.text_input(f"Word {j}", value=word, max_chars=MAX_WORD_CHARS, key=f"w{j}")
+        typed = c0.text_input(f"Word {j}", value=word, max_chars=MAX_WORD_CHARS, key=f"w{j}", bind="query-params")
         words.append(typed.strip() or f"word {j}")
         keys.append((c1.number_input(f"k{j}, dim 1", value=key[0], key=f"k{j}a", **number),
                      c2.number_input(f"k{j}, dim 2", value=key[1], key=f"k{j}b", **number)))
@@ -43,11 +44,11 @@ table = charts.attention_steps_data(worked)
 with results:
     st.markdown("**① Score** each word with a dot product, **② softmax** the scores into weights, "
                 "**③ mix** the word vectors by those weights.")
-    st.dataframe(table.style.format({c: "{:.3f}" for c in table.columns if c != "word"}), hide_index=True,
+    st.dataframe(table.style.format({c: ex.number for c in table.columns if c != "word"}), hide_index=True,
                  width="stretch")
     total = worked.exp_scores.sum()
     st.markdown(
-        f"② The e^score column adds to **{total:.3f}**; dividing each by it gives the weights "
+        f"② The e^score column adds to **{ex.number(total)}**; dividing each by it gives the weights "
         + ", ".join(f"**{w:.3f}**" for w in worked.weights)
         + f", which add to **{worked.weights.sum():.3f}**."
     )
@@ -64,13 +65,13 @@ st.subheader("Self-test: what if the query were (0, 1)?")
 turned = ex.worked_attention(ex.SELF_TEST_QUERY, keys, words)
 with st.expander("Answer, computed with the word vectors above"):
     st.dataframe(charts.attention_steps_data(turned).style.format(
-        {c: "{:.3f}" for c in table.columns if c != "word"}), hide_index=True, width="stretch")
+        {c: ex.number for c in table.columns if c != "word"}), hide_index=True, width="stretch")
     st.markdown(ui.escape_markdown(ex.describe_change(worked, turned)))
 
 st.header("2. The same steps inside a trained translator")
 st.markdown(
     "The additive-attention translator (Bahdanau et al. 2014) does exactly this at every French word it "
-    "writes, with learned vectors of a few hundred numbers instead of two. Its query is the decoder's "
+    "writes, with learned vectors of 64 and 128 numbers instead of two. Its query is the decoder's "
     "previous state sₜ₋₁, its word vectors are the encoder's states hⱼ, and its score is a small learned "
     "network, vᵀ tanh(W sₜ₋₁ + U hⱼ), instead of a plain dot product. The dot-product translator (Luong et al. "
     "2015) scores with sₜ · W hⱼ after its decoder step."
@@ -84,6 +85,7 @@ if tokens:
     dot = ui.translation("dot", tokens)
     st.markdown("**Additive** writes: " + ui.escape_markdown(" ".join(additive.out_tokens) or "(nothing)")
                 + "  \n**Dot-product** writes: " + ui.escape_markdown(" ".join(dot.out_tokens) or "(nothing)"))
+    ui.runaway_note(additive, tokens)
     st.subheader("Alignments: where each French word looked")
     for name, trace in (("additive", additive), ("dot", dot)):
         if trace.out_tokens:
@@ -91,13 +93,15 @@ if tokens:
                                             title=f"{name} attention: output word (row) × source word (column)"),
                      charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
                      f"attention-alignment-{name}")
-    st.caption("Each row adds to 1. Look for the diagonal, and where it bends: adjectives after nouns "
-               "(“téléphone rouge”), negation around the verb (“n' est jamais arrivé”).")
+    st.caption("Each row adds to 1. Look for the diagonal, and where it bends: try “my red phone never "
+               "arrived .” for an adjective after its noun (“téléphone rouge”) and a negation around the verb "
+               "(“n' est jamais arrivé”), or the chapter's second email, where “le” in “le contenir” looks back "
+               "at the word it stands for.")
     if additive.steps:
         st.subheader("One step, read like the worked example")
         words = charts.position_labels(additive.out_tokens)
         picked = st.select_slider("Output word", options=list(range(len(words))), format_func=words.__getitem__,
-                                  key="step")
+                                  key="step", bind="query-params")
         step = additive.steps[picked]
         ui.chart(charts.step_chart(step, additive.src_tokens), charts.step_data(step, additive.src_tokens),
                  "attention-step")

@@ -37,10 +37,12 @@ if tokens:
     else:
         st.markdown("**Reference** (from the grammar): " + ui.escape_markdown(" ".join(reference)))
     for name, label in TRANSLATORS.items():
-        checked = check(ui.translation(name, tokens).out_tokens, reference)
+        trace = ui.translation(name, tokens)
+        checked = check(trace.out_tokens, reference)
         verdict = "" if checked.exact is None else (" ✓ exact" if checked.exact else
                                                     f" ✗ {checked.token_accuracy:.0%} of words right")
         st.markdown(f"**{label}**{verdict}  \n{ui.marked_tokens(checked)}")
+        ui.runaway_note(trace, tokens)
     if reference is not None:
         st.caption("Words in red differ from the reference at that position.")
 
@@ -58,7 +60,8 @@ st.caption("✓: the model's greedy output is exactly the reference; otherwise i
 
 st.subheader("3. Measured: quality against sentence length")
 metadata = ui.zoo_metadata()
-metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric")
+metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric",
+                  bind="query-params")
 ui.chart(charts.translation_by_length_chart(metadata, NAMES, metric),
          charts.translation_by_length_data(metadata, NAMES), "encoder-decoder-length")
 plain, additive = metadata["plain"]["metrics"], metadata["additive"]["metrics"]

@@ -5,7 +5,10 @@ import streamlit as st
 from seqviz import charts, ui
 from seqviz.analysis import gates
 
-SOURCES = {"lstm": "LSTM email classifier", "additive": "LSTM encoder of the attention translator (forward direction)"}
+# The choice as it reads in the address (?model=translator+encoder) -> the zoo model whose LSTM is replayed.
+SOURCES = {"email classifier": "lstm", "translator encoder": "additive"}
+LABELS = {"email classifier": "The LSTM email classifier",
+          "translator encoder": "The attention translator's LSTM encoder (its forward direction)"}
 
 st.title("LSTM: a memory with gates")
 st.markdown(
@@ -22,18 +25,20 @@ st.markdown(
     "nn.LSTM to 1e-5 in the tests)."
 )
 
-if not ui.models_ready(list(SOURCES)):
+if not ui.models_ready(list(SOURCES.values())):
     st.stop()
 
-source = st.radio("Model", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="model",
+choice = st.radio("Model", list(SOURCES), horizontal=True, key="model",
                   bind="query-params")
+source = SOURCES[choice]
+st.caption(f"{LABELS[choice]}, replayed word by word.")
 tokens = ui.sentence_tokens("Type a sentence in the sidebar to see the gates.")
 if not tokens:
     ui.share_box("lstm-gates")
     st.stop()
 
 vocab_name = "tokens" if source == "lstm" else "src"
-ui.unknown_note(ui.checkpoint(source).vocabularies[vocab_name], tokens, SOURCES[source])
+ui.unknown_note(ui.checkpoint(source).vocabularies[vocab_name], tokens, LABELS[choice])
 trace = ui.lstm_gates(source, tokens)
 hidden = trace.forget_gate.shape[1]
 
@@ -44,7 +49,7 @@ units = gates.most_active_units(trace, count)
 ui.chart(charts.gates_chart(trace, units), charts.gates_data(trace), "lstm-gates")
 
 st.subheader("2. One unit across the sentence")
-unit = st.selectbox("Unit", units, key="unit")
+unit = st.selectbox("Unit", units, key="unit", bind="query-params")
 ui.chart(charts.unit_lines_chart(trace, unit), charts.unit_lines_data(trace, unit), "lstm-unit")
 
 st.subheader("3. How much each word keeps")

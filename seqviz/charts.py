@@ -262,7 +262,7 @@ def gates_chart(trace, units: list[int] | None = None) -> alt.VConcatChart:
     units = list(range(hidden)) if units is None else units
     words = position_labels(trace.tokens)
     unit_names = [f"unit {u:02d}" for u in units]
-    column = min(36, max(14, 900 // max(len(words), 1)))  # px per word: wide when short, fits when long
+    column = min(36, max(8, 720 // max(len(words), 1)))  # px per word: wide when short, fits when long
     panels = []
     for name, field, domain, scheme in GATE_FIELDS:
         values = getattr(trace, field)[:, units].T  # (units, T)
@@ -343,7 +343,8 @@ def attention_heads_chart(tokens: list[str], weights: np.ndarray, queries: list[
     data = attention_heads_data(tokens, weights, queries)
     keys = position_labels(tokens)
     rows_labels = keys if queries is None else position_labels(queries)
-    cell = 12 if max(len(keys), len(rows_labels)) <= 20 else 8
+    # Four heads side by side must fit the page's column (about 1000 px with labels and legend).
+    cell = max(3, min(12, 190 // max(len(keys), 1)))
     return alt.Chart(data).mark_rect().encode(
         x=alt.X("to word:N", sort=keys, title=col_title,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-60, labelLimit=120, labelFontSize=9)),

@@ -40,17 +40,18 @@ def sentence_input() -> None:
 
 
 def sentence() -> str:
-    """The current sentence, bounded; the default when the box is empty."""
-    value = st.session_state.get(SENTENCE_KEY)
-    if not isinstance(value, str) or not value.strip():
-        return DEFAULT_SENTENCE
-    return value[:MAX_CHARS]
+    """The current sentence, bounded (empty when the visitor cleared the box)."""
+    value = st.session_state.get(SENTENCE_KEY, DEFAULT_SENTENCE)
+    return value[:MAX_CHARS] if isinstance(value, str) else DEFAULT_SENTENCE
 
 
 def show_sentence(label: str = "Sentence") -> None:
     """Echo the sentence as plain text (never Markdown)."""
     st.caption(label)
-    st.text(sentence())
+    if sentence().strip():
+        st.text(sentence())
+    else:
+        st.info("The sentence box is empty: type a sentence in the sidebar.", icon=":material/edit:")
 
 
 def notice(message: str) -> None:
@@ -63,7 +64,7 @@ def share_box(url_path: str) -> None:
     address = f"{_app_base_url()}/{url_path}"
     params = {k: v for k, v in st.query_params.to_dict().items() if isinstance(v, str)}
     if sentence() != DEFAULT_SENTENCE:
-        params[SENTENCE_KEY] = sentence()
+        params[SENTENCE_KEY] = sentence()  # "" too: ?s= opens an empty box
     if params:
         address += "?" + urlencode(params)
     with st.sidebar:
@@ -139,8 +140,8 @@ def unknown_note(vocab, tokens, model_label: str) -> None:
     if unknown:
         distinct = list(dict.fromkeys(unknown))
         st.caption(escape_markdown(
-            f"{model_label} has never seen {len(unknown)} of these {len(tokens)} tokens, so it reads them as "
-            f"<unk>: {', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
+            f"Not in the vocabulary of {model_label.lower()}: {len(unknown)} of these {len(tokens)} tokens, "
+            f"read as <unk>: {', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
 
 
 # --- Shipped models: cached, read-only, shared by every session ------------------------------------
@@ -213,11 +214,23 @@ def self_attention(name: str, tokens: tuple[str, ...]):
     return ck.model.attention_trace(list(tokens), ck.vocabularies["tokens"])
 
 
+def output_limit(tokens) -> int:
+    """Longest translation decoded for a source of this length (the grammar's French is under 1.5x + 5)."""
+    return 2 * len(tokens) + 5
+
+
 @st.cache_data(**TRACE_CACHE)
 def translation(name: str, tokens: tuple[str, ...]):
     ck = checkpoint(name)
     src, tgt = ck.vocabularies["src"], ck.vocabularies["tgt"]
-    return ck.model.trace(src.encode(list(tokens)), src, tgt)
+    return ck.model.trace(src.encode(list(tokens)), src, tgt, max_len=output_limit(tokens))
+
+
+def runaway_note(trace, tokens) -> None:
+    """Say so when a translator stopped at the length limit without writing its end marker."""
+    if len(trace.out_tokens) >= output_limit(tokens):
+        st.caption(f"Stopped at {len(trace.out_tokens)} words without an end-of-sentence marker: the model was "
+                   "repeating itself, as translators do on sentences unlike anything they were trained on.")
 
 
 @st.cache_data(**TRACE_CACHE)
@@ -267,9 +280,9 @@ def chapter_shapes():
     return compute()
 
 
-@st.cache_data(max_entries=2, show_spinner="Timing an LSTM layer against a self-attention layer…")
-def forward_times(run: int = 0):
-    """Measured once per server (``run`` lets a visitor ask for a fresh measurement)."""
+@st.cache_data(max_entries=1, show_spinner="Timing an LSTM layer against a self-attention layer…")
+def forward_times():
+    """Measured once per server; the page's "Measure again" clears this cache."""
     from seqviz.analysis.timing import forward_times as compute
 
     checkpoint("transformer")  # sets torch to one thread, as for every model here

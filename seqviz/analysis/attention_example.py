@@ -51,6 +51,11 @@ def worked_attention(query, keys, words) -> WorkedAttention:
     return WorkedAttention(tuple(words), q, k, scores, exp_scores, weights, context)
 
 
+def number(value: float) -> str:
+    """Three decimals as the chapter prints them; scientific notation once e^score gets huge."""
+    return f"{value:.3f}" if abs(value) < 1e5 else f"{value:.3e}"
+
+
 def describe_change(before: WorkedAttention, after: WorkedAttention) -> str:
     """One sentence saying how the weights moved between two queries over the same words."""
     delta = after.weights - before.weights

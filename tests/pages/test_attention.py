@@ -58,3 +58,13 @@ def test_real_model_alignment_and_steps(open_page):
     assert len(at.get("vega_lite_chart")) == 5  # 2 worked example + 2 alignments + 1 step
     at.select_slider(key="step").set_value(1).run()
     assert "The context for “téléphone”" in all_text(at).replace("\\", "")
+
+
+def test_a_runaway_translation_is_stopped_and_said(open_page):
+    at = open_page(PAGE, s="parcel")  # outside the grammar: the additive model repeats "colis" until stopped
+    assert "Stopped at 7 words without an end-of-sentence marker" in all_text(at)
+
+
+def test_worked_example_travels_in_the_address(open_page):
+    at = open_page(PAGE, q1="0", q2="1")
+    assert weights(at) == ["0.174", "0.474", "0.351"]

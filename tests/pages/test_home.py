@@ -25,5 +25,8 @@ def test_typed_sentences_never_break_the_page(open_page):
     for sentence in SENTENCES:
         set_sentence(at, sentence)
         shown = [t.value for t in at.text]
-        # shown as plain text, never Markdown; empty falls back to the default; long is cut
-        assert shown[0] == (sentence[:400] if sentence.strip() else DEFAULT_SENTENCE)
+        # shown as plain text, never Markdown; long is cut; an empty box says so
+        if sentence.strip():
+            assert shown[0] == sentence[:400]
+        else:
+            assert not shown and "The sentence box is empty" in all_text(at)

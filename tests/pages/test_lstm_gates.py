@@ -7,8 +7,15 @@ def test_gates_for_both_models(open_page):
     at = open_page(PAGE)
     assert len(at.get("vega_lite_chart")) == 3
     assert "forget gate is above 0.9" in all_text(at)
-    at.radio(key="model").set_value("additive").run()
+    at.radio(key="model").set_value("translator encoder").run()
     assert not at.exception
+    assert len(at.get("vega_lite_chart")) == 3
+
+
+def test_model_from_the_address(open_page):
+    at = open_page(PAGE, model="translator encoder")
+    assert at.radio(key="model").value == "translator encoder"
+    assert "The attention translator's LSTM encoder" in all_text(at)
     assert len(at.get("vega_lite_chart")) == 3
 
 
