@@ -69,7 +69,7 @@ def gradient_data(run: TinyRNNRun) -> pd.DataFrame:
     k = np.arange(1, run.steps + 1)
     factor = run.local_slope[::-1]  # factor of the step k-1 steps before the last
     rows = []
-    for series, values in (("one step's factor w·f′", factor), ("product over k steps = ∂h_T/∂h_{T−k}",
+    for series, values in (("one step's factor w·f′", factor), ("product over k steps = ∂h_T / ∂h_(T−k)",
                                                                   run.gradient)):
         for kk, v in zip(k, values, strict=True):
             rows.append({"steps back k": int(kk), "series": series, "value": float(v),
@@ -444,7 +444,8 @@ def jacobian_data(curves: dict) -> pd.DataFrame:
 
 def jacobian_chart(curves: dict) -> alt.LayerChart:
     data = jacobian_data(curves)
-    states = list(dict.fromkeys(state for _, state in curves))  # trained, untrained, then a scaled copy if any
+    present = {state for _, state in curves}
+    states = [s for s in ("trained", "untrained") if s in present] + sorted(present - {"trained", "untrained"})
     dashes = [[1, 0], [6, 4], [1, 3]]
     encode = dict(
         x=alt.X("T − k:Q", title="distance T − k (steps)"),

@@ -73,9 +73,11 @@ def share_box(url_path: str) -> None:
 
 
 def _app_base_url() -> str:
-    """scheme://host of the address the visitor opened (localhost when unknown, as in tests)."""
+    """scheme://host[/base path] of the address the visitor opened (localhost when unknown, as in tests)."""
     parts = urlsplit(st.context.url or "")
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "http://localhost:8501"
+    host = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "http://localhost:8501"
+    base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"{host}/{base_path}" if base_path else host
 
 
 def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:

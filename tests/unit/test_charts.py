@@ -89,3 +89,13 @@ def test_alignment_and_heads_charts():
     assert len(table) == 2 * 3 * 16
     assert set(table["layer"]) == {"layer 1", "layer 2"} and set(table["head"]) == {"head 1", "head 2", "head 3"}
     charts.attention_heads_chart(["w1", "w2", "w3", "w4"], heads).to_json()
+
+
+def test_jacobian_chart_draws_trained_solid_and_untrained_dashed():
+    from seqviz.analysis.gradients import JacobianCurve
+
+    curve = JacobianCurve("rnn", np.arange(1, 4), np.array([0.5, 0.25, 0.125]), eta=0.9)
+    spec = json.loads(charts.jacobian_chart({("rnn", "untrained"): curve, ("rnn", "trained"): curve}).to_json())
+    dash = next(layer["encoding"]["strokeDash"] for layer in spec["layer"] if "strokeDash" in layer["encoding"])
+    assert dash["scale"]["domain"] == ["trained", "untrained"]
+    assert dash["scale"]["range"][0] == [1, 0]  # solid
