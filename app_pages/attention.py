@@ -12,9 +12,11 @@ st.markdown(
     "let the decoder choose where to look. It compares what it needs now, the query **q**, with each "
     "word's vector **k**ⱼ, turns the scores into weights with softmax, and takes the weighted average."
 )
-st.latex(r"\text{score}_j = \mathbf{q}\cdot\mathbf{k}_j \qquad "
-         r"\alpha_j = \frac{e^{\text{score}_j}}{\sum_i e^{\text{score}_i}} \qquad "
-         r"\text{context} = \sum_j \alpha_j\,\mathbf{k}_j")
+# Three columns, so a phone stacks the formulas instead of clipping one long line.
+for column, formula in zip(st.columns(3), (r"\text{score}_j = \mathbf{q}\cdot\mathbf{k}_j",
+                                           r"\alpha_j = \frac{e^{\text{score}_j}}{\sum_i e^{\text{score}_i}}",
+                                           r"\text{context} = \sum_j \alpha_j\,\mathbf{k}_j"), strict=True):
+    column.latex(formula)
 
 st.header("1. The worked example, by hand")
 low, high = VECTOR_RANGE

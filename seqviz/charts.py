@@ -546,8 +546,10 @@ def memory_accuracy_chart(metadata: dict[str, dict], names: list[str], step: int
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("distance:Q"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
     marks = pd.DataFrame({"x": [20], "y": [chance], "label": [f"chance {chance:.1%}"]})
-    rule20 = alt.Chart(marks).mark_rule(strokeDash=[4, 4], color=GREY).encode(x="x:Q")
-    chance_rule = alt.Chart(marks).mark_rule(strokeDash=[2, 2], color=GREY).encode(y=alt.Y("y:Q", title=None))
+    rule20 = alt.Chart(marks).mark_rule(strokeDash=[4, 4], color=GREY).encode(
+        x="x:Q", tooltip=[alt.Tooltip("x:Q", title="the chapter's twenty steps back")])
+    chance_rule = alt.Chart(marks).mark_rule(strokeDash=[2, 2], color=GREY).encode(
+        y=alt.Y("y:Q", title=None), tooltip=[alt.Tooltip("label:N", title="guessing")])
     chance_text = alt.Chart(marks).mark_text(align="left", dx=4, dy=-6, color=GREY).encode(
         x=alt.value(4), y=alt.Y("y:Q", title=None), text="label:N")
     when = "the shipped models" if step is None else f"after {step} training steps"
@@ -580,7 +582,8 @@ def translation_by_length_chart(metadata: dict[str, dict], names: list[str], met
                  alt.Tooltip("n:Q", title="sentences")],
     )
     rule = alt.Chart(pd.DataFrame({"x": [limit + 0.5], "label": [f"longest training sentence: {limit} tokens"]}))
-    limit_marks = rule.mark_rule(strokeDash=[5, 4], color=GREY).encode(x="x:Q") + rule.mark_text(
+    limit_marks = rule.mark_rule(strokeDash=[5, 4], color=GREY).encode(
+        x="x:Q", tooltip=[alt.Tooltip("label:N", title="")]) + rule.mark_text(
         align="right", dx=-6, color=GREY).encode(x="x:Q", y=alt.datum(0.05), text="label:N")
     return alt.layer(base.mark_line(strokeWidth=2.5), base.mark_point(filled=True, size=45), limit_marks).properties(
         height=320, title=f"Held-out {metric} against source length")
