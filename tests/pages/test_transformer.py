@@ -14,7 +14,7 @@ def test_attention_maps_timing_and_self_test(open_page):
     at = open_page(PAGE)
     assert len(at.get("vega_lite_chart")) == 4
     text = all_text(at)
-    assert "sentence pairs per second" in text
+    assert "320 steps in a row" in text and "needed one step" in text
     assert "all the positions of a sequence at the same moment" in text
 
 
