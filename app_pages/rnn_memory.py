@@ -47,10 +47,8 @@ st.markdown(
 )
 ui.chart(charts.gradient_chart(run), charts.gradient_data(run), "rnn-gradient")
 if run.steps >= 20:
-    typical = tiny_rnn.mean_factor(run, 20)
-    product_20 = (f"In this run, 20 steps back the product is **{run.gradient[19]:.2e}**: the factors average "
-                  f"{typical:.3f} per step, not 0.375. The chapter's 0.75 is 1 − h² with h² ≈ 0.25 at every step; "
-                  "here the memory fades towards 0, so 1 − hₜ² ≈ 1 and each factor is close to w itself.")
+    product_20 = (f"In this run, 20 steps back the product is **{run.gradient[19]:.2e}**: "
+                  + tiny_rnn.why_factors_differ(run, 20))
 else:
     product_20 = "Set 20 or more steps to compare this run with it."
 st.markdown(

@@ -186,7 +186,8 @@ def self_test_answer(run: TinyRNNRun) -> str:
     if chapter is not run:
         ratios = [r for r in fade_ratios(run)[:5] if np.isfinite(r)]
         mine = ", ".join(f"{r:.3f}" for r in ratios) or "none (the memory is 0)"
-        answer += (f" Your settings differ (w = {run.w:g}, f = {run.activation}, your own inputs), and your run's "
+        inputs = "" if np.array_equal(run.inputs, impulse(run.steps)) else ", your own inputs"
+        answer += (f" Your settings differ (w = {run.w:g}, f = {run.activation}{inputs}), and your run's "
                    f"ratios are {mine}: the fade factor is w only where the input is 0 and f is close to the "
                    "identity.")
     return answer
@@ -197,3 +198,19 @@ def mean_factor(run: TinyRNNRun, steps_back: int) -> float:
     k = min(steps_back, run.steps)
     product = abs(run.gradient[k - 1])
     return product ** (1 / k) if product > 0 else 0.0
+
+
+def why_factors_differ(run: TinyRNNRun, steps_back: int) -> str:
+    """Why this run's typical factor differs from the chapter's 0.5 × 0.75, from where its memory sits."""
+    typical = mean_factor(run, steps_back)
+    h2 = float(np.mean(run.hidden[-steps_back:] ** 2))  # mean h² over those steps
+    said = f"the factors average {typical:.3f} per step, against the chapter's 0.375 (0.75 is 1 − h² with h² ≈ 0.25). "
+    if run.activation == "identity":
+        return said + f"With f the identity there is no squashing: every factor is exactly w = {run.w:g}."
+    if h2 < 0.05:
+        return said + ("Here the memory has faded towards 0 (mean h² = " f"{h2:.3f}), so 1 − h² ≈ 1 and each factor "
+                       f"is close to w = {run.w:g} itself.")
+    if h2 > 0.5:
+        return said + (f"Here the memory sits near ±1 (mean h² = {h2:.2f}), where tanh is flat: 1 − h² is small, "
+                       "so each factor is far below w.")
+    return said + f"Here the mean h² is {h2:.2f}, so each factor is w · (1 − h²) ≈ {run.w * (1 - h2):.3f}."

@@ -90,3 +90,13 @@ def test_mean_factor_is_the_geometric_mean_of_the_slopes():
     run = tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(25))
     assert tiny_rnn.mean_factor(run, 20) == pytest.approx(np.prod(np.abs(run.local_slope[-20:])) ** (1 / 20))
     assert 0.45 < tiny_rnn.mean_factor(run, 20) <= 0.5  # the memory has faded: 1 - h² ≈ 1
+
+
+@pytest.mark.parametrize(("w", "activation", "says"), [
+    (0.5, "tanh", "faded towards 0"),
+    (2.0, "tanh", "near ±1"),
+    (0.9, "identity", "exactly w = 0.9"),
+])
+def test_why_the_factors_differ_follows_the_run(w, activation, says):
+    run = tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(30), w=w, activation=activation)
+    assert says in tiny_rnn.why_factors_differ(run, 20)
