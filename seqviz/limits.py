@@ -16,3 +16,22 @@ TINY_RNN_MAX_INPUT_CHARS = 600  # characters of the typed input sequence
 # The worked attention example of /attention.
 VECTOR_RANGE = (-5.0, 5.0)  # each coordinate of the query and key vectors
 MAX_WORD_CHARS = 20  # a key's word label
+
+# Training in the app (/train): what one visitor's run may cost a shared server.
+TRAIN_MAX_PARAMETERS = 600_000  # numbers one model may learn (the zoo's largest translator has 247k)
+TRAIN_MAX_STEPS = 5000  # optimisation steps of one run
+TRAIN_MAX_SECONDS = 180.0  # a run still going after this many seconds of training is stopped (and kept)
+TRAIN_MAX_RUNNING = 1  # runs training at once across the whole server (each on one torch thread)
+TRAIN_MAX_QUEUED = 8  # runs waiting for a slot across the server; more are refused with a message
+TRAIN_MAX_ACTIVE_PER_OWNER = 2  # queued + running runs of one browser session
+TRAIN_MAX_KEPT_PER_OWNER = 6  # runs (with their checkpoints) a session keeps; the oldest ended ones go first
+TRAIN_SNAPSHOT_EVERY_S = 2.0  # seconds of training between two "watch it learn" snapshots
+TRAIN_MAX_SNAPSHOTS = 40  # snapshots kept per run (thinned evenly when full)
+TRAIN_ORPHAN_TIMEOUT_S = 60.0  # a session silent this long has gone: its runs are stopped and freed
+TRAIN_EVAL_SHARE = 0.15  # at most this share of a run's time goes to measuring its held-out metric
+TRAIN_WIDTH_RANGE = (4, 256)  # embedding, hidden (and d_model, d_ff) of a model trained here
+TRAIN_MAX_LAYERS = 4  # layers of a model trained here
+TRAIN_MAX_HEADS = 8  # attention heads of a transformer trained here
+TRAIN_BATCH_RANGE = (1, 256)  # examples per step
+TRAIN_LR_RANGE = (1e-5, 0.1)  # peak learning rate
+TRAIN_MAX_SEED = 2**31 - 1  # seeds 0 .. this

@@ -1,0 +1,235 @@
+"""What a visitor may train in the app: a :class:`RunSpec` (task, family, sizes, budget), checked against
+the bounds of :mod:`seqviz.limits`, and the named :data:`PRESETS` the Train page offers first.
+
+A spec is a value: building it gives a fresh, seeded model, the task it learns (one shared, read-only
+instance per task and process) and the :class:`seqviz.train.TrainConfig` of its run. Building never
+changes torch's global random state (the initial weights are drawn inside ``torch.random.fork_rng``).
+
+The sizes mean the same thing for every family, where they apply (:data:`APPLIES`):
+
+- ``embedding``: the word-vector size (``emb_dim``; a transformer's ``d_model``);
+- ``hidden``: the recurrent memory (``hidden_dim``; a translator's ``hidden`` per direction, which is also
+  its attention size ``attn_dim``); a transformer's feed-forward width ``d_ff``;
+- ``heads``: attention heads of a transformer;
+- ``layers``: a transformer's blocks (encoder and decoder each), an LSTM translator's stacked layers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from seqviz import limits
+
+# Which families fit which task, in the order a picker shows them.
+TASK_FAMILIES: dict[str, tuple[str, ...]] = {
+    "emails": ("rnn", "gru", "lstm", "transformer", "bow"),
+    "memory": ("rnn", "gru", "lstm"),
+    "translation": ("plain", "additive", "dot", "transformer-seq2seq"),
+}
+
+# The size fields each family uses (the others are ignored and not checked).
+APPLIES: dict[str, tuple[str, ...]] = {
+    "rnn": ("embedding", "hidden"),
+    "gru": ("embedding", "hidden"),
+    "lstm": ("embedding", "hidden"),
+    "transformer": ("embedding", "hidden", "heads", "layers"),
+    "bow": (),
+    "plain": ("embedding", "hidden", "layers"),
+    "additive": ("embedding", "hidden", "layers"),
+    "dot": ("embedding", "hidden", "layers"),
+    "transformer-seq2seq": ("embedding", "hidden", "heads", "layers"),
+}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run a visitor asked for; ``__post_init__`` refuses anything outside seqviz.limits."""
+
+    task: str = "translation"  # "emails", "memory" or "translation"
+    family: str = "dot"  # one of TASK_FAMILIES[task]
+    embedding: int = 64  # word-vector size (emb_dim, or a transformer's d_model)
+    hidden: int = 64  # recurrent memory (hidden_dim / hidden and attn_dim), or a transformer's d_ff
+    heads: int = 4  # attention heads (transformers)
+    layers: int = 1  # transformer blocks (encoder and decoder each) or stacked LSTM layers (translators)
+    steps: int = 600  # optimisation steps, one batch each (bow: ignored, it counts in one pass)
+    lr: float = 3e-3  # peak learning rate (linear warm-up over the first 10% of steps, at most 100, then cosine)
+    batch_size: int = 64  # examples per step
+    seed: int = 0  # initial weights, batches and dropout; the data itself is always the shipped split
+    name: str = ""  # a label for the run ("" : described from the fields)
+
+    def __post_init__(self) -> None:
+        if self.task not in TASK_FAMILIES:
+            raise ValueError(f"task must be one of {', '.join(TASK_FAMILIES)}, not {self.task!r:.40}")
+        if self.family not in TASK_FAMILIES[self.task]:
+            raise ValueError(
+                f"a {self.task} run trains one of these families: {', '.join(TASK_FAMILIES[self.task])} "
+                f"(not {self.family!r:.40})"
+            )
+        for field in ("embedding", "hidden", "heads", "layers", "steps", "batch_size", "seed"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{field} must be a whole number, not {value!r:.40}")
+        if not isinstance(self.lr, int | float) or isinstance(self.lr, bool) or not math.isfinite(self.lr):
+            raise ValueError(f"lr must be a number, not {self.lr!r:.40}")
+        if not isinstance(self.name, str) or len(self.name) > 80:
+            raise ValueError("name must be text of at most 80 characters")
+        applies = APPLIES[self.family]
+        low, high = limits.TRAIN_WIDTH_RANGE
+        for field in ("embedding", "hidden"):
+            if field in applies:
+                _check_range(field, getattr(self, field), low, high, "TRAIN_WIDTH_RANGE")
+        if "heads" in applies:
+            _check_range("heads", self.heads, 1, limits.TRAIN_MAX_HEADS, "TRAIN_MAX_HEADS")
+            if self.embedding % self.heads:
+                raise ValueError(
+                    f"embedding ({self.embedding}) must divide by heads ({self.heads}): each head gets "
+                    "embedding / heads numbers"
+                )
+        if "layers" in applies:
+            _check_range("layers", self.layers, 1, limits.TRAIN_MAX_LAYERS, "TRAIN_MAX_LAYERS")
+        _check_range("steps", self.steps, 1, limits.TRAIN_MAX_STEPS, "TRAIN_MAX_STEPS")
+        _check_range("batch_size", self.batch_size, *limits.TRAIN_BATCH_RANGE, "TRAIN_BATCH_RANGE")
+        _check_range("lr", self.lr, *limits.TRAIN_LR_RANGE, "TRAIN_LR_RANGE")
+        _check_range("seed", self.seed, 0, limits.TRAIN_MAX_SEED, "TRAIN_MAX_SEED")
+        params = self.num_parameters()
+        if params > limits.TRAIN_MAX_PARAMETERS:
+            raise ValueError(
+                f"this model would learn {params:,} numbers, more than the {limits.TRAIN_MAX_PARAMETERS:,} a model "
+                "trained here may have (seqviz.limits.TRAIN_MAX_PARAMETERS): make it smaller"
+            )
+
+    # -----------------------------------------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        """The name, or a short description of the run."""
+        if self.name:
+            return self.name
+        sizes = ", ".join(f"{field} {getattr(self, field)}" for field in APPLIES[self.family])
+        budget = "" if self.family == "bow" else f", {self.steps} steps"
+        return f"{self.family} on {self.task}" + (f" ({sizes})" if sizes else "") + budget
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def model_config(self, task=None):
+        """The family's config dataclass for this spec (vocabulary sizes and labels from the task)."""
+        from seqviz.models import FAMILIES
+
+        fields = _family_fields(self)
+        fields.update(_model_fields(self.task) if task is None else task.model_fields())
+        return FAMILIES[self.family][0](**fields)
+
+    def num_parameters(self) -> int:
+        """Numbers the model would learn, counted on a model built without memory ("meta" device)."""
+        import torch
+
+        from seqviz.models import FAMILIES
+
+        config = self.model_config()
+        model_class = FAMILIES[self.family][1]
+        if hasattr(model_class, "expected_shapes"):  # bag of words: numpy counts
+            return sum(math.prod(shape) for shape in model_class.expected_shapes(config).values())
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            skeleton = model_class(config)
+        return int(sum(p.numel() for p in skeleton.parameters()))
+
+    def train_config(self):
+        """The :class:`seqviz.train.TrainConfig` of this run."""
+        from seqviz.train import TrainConfig
+
+        fields = {"steps": self.steps, "batch_size": self.batch_size, "lr": float(self.lr),
+                  "warmup": max(1, min(100, self.steps // 10)), "clip": 1.0, "schedule": "cosine", "seed": self.seed}
+        # ADAPTER (until seqviz.train stops setting threads per call): leave the process's threads alone;
+        # seqviz.runtime.configure_torch (or seqviz.jobs' fallback) sets one thread once per process.
+        if "threads" in {f.name for f in dataclasses.fields(TrainConfig)}:
+            fields["threads"] = None
+        return TrainConfig(**fields)
+
+    def build(self):
+        """(fresh seeded model, the task's shared read-only instance, TrainConfig); global RNG untouched."""
+        import torch
+
+        from seqviz.models import build
+
+        task = shared_task(self.task)
+        config = self.model_config(task)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            model = build(self.family, config)
+        return model, task, self.train_config()
+
+
+def _check_range(field: str, value, low, high, bound: str) -> None:
+    if not low <= value <= high:
+        raise ValueError(
+            f"{field} is {value:g}; a run trained here takes {field} from {low:g} to {high:g} (seqviz.limits.{bound})"
+        )
+
+
+def _family_fields(spec: RunSpec) -> dict[str, Any]:
+    """The family config's fields that come from the spec (not from the task's data)."""
+    f = spec.family
+    if f in ("rnn", "gru", "lstm"):
+        return {"emb_dim": spec.embedding, "hidden_dim": spec.hidden, "dropout": 0.0}
+    if f == "transformer":
+        return {"d_model": spec.embedding, "d_ff": spec.hidden, "n_heads": spec.heads, "n_layers": spec.layers,
+                "dropout": 0.0}
+    if f == "bow":
+        return {"alpha": 1.0}
+    if f in ("plain", "additive", "dot"):
+        return {"kind": f, "emb_dim": spec.embedding, "hidden": spec.hidden, "attn_dim": spec.hidden,
+                "layers": spec.layers, "bidirectional": True, "dropout": 0.0}
+    if f == "transformer-seq2seq":
+        return {"d_model": spec.embedding, "d_ff": spec.hidden, "n_heads": spec.heads, "enc_layers": spec.layers,
+                "dec_layers": spec.layers, "dropout": 0.0}
+    raise KeyError(f)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One task per name and process: building one takes seconds (the translation data), and a task is only read
+# while training and evaluating, so every run shares it.
+
+_TASKS: dict[str, Any] = {}
+_TASKS_LOCK = threading.Lock()
+
+
+def shared_task(name: str):
+    """The task ``name`` with the shipped data split and vocabularies (built once per process; read-only)."""
+    with _TASKS_LOCK:
+        if name not in _TASKS:
+            from seqviz.tasks import make_task
+
+            _TASKS[name] = make_task(name)
+        return _TASKS[name]
+
+
+def _model_fields(task_name: str) -> dict:
+    return shared_task(task_name).model_fields()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Presets
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str  # what the picker shows
+    spec: RunSpec
+    look_for: str  # one sentence: what to look for, and on which page
+    goal: str  # what the run should reach, as measured below
+    experiment: str = ""  # presets with the same experiment are meant to be run side by side
+
+
+PRESETS: list[Preset] = []  # filled below, after measuring
+
+
+def preset(name: str) -> Preset:
+    for p in PRESETS:
+        if p.name == name:
+            return p
+    raise KeyError(f"no preset called {name!r}; presets: {', '.join(p.name for p in PRESETS)}")
