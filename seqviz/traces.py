@@ -58,28 +58,32 @@ class SelfAttentionTrace:
 
 @dataclass(frozen=True)
 class AttentionStep:
-    """One decoder step of additive attention (Bahdanau et al. 2014), read as the chapter's three steps.
+    """One decoder step of an LSTM translator's attention, read as the chapter's three steps.
 
-    score_j = vᵀ tanh(W s_{t-1} + U h_j)       (1) score every encoder state
-    α_j = softmax(score)_j                     (2) weights that add to 1
-    context = Σ_j α_j h_j                      (3) weighted average of encoder states
+    (1) score every encoder state h_j with the query: additive (Bahdanau et al. 2014)
+        score_j = vᵀ tanh(W s_{t-1} + U h_j), asked with s_{t-1} before the step; dot (Luong et al. 2015)
+        score_j = s_t · (W_a h_j), asked with s_t after it
+    (2) α_j = softmax(score)_j: weights that add to 1
+    (3) context = Σ_j α_j h_j: a weighted average of encoder states
     """
 
     output_token: str  # the word this step produced
-    query: np.ndarray  # (H,) the decoder state s_{t-1} that asks "what am I looking for"
+    query: np.ndarray  # (H,) the decoder state that asks "what am I looking for"
     scores: np.ndarray  # (T,)
     weights: np.ndarray  # (T,)
     context: np.ndarray  # (2H,) or (H,): the context vector built at this step
+    query_name: str = "s_{t-1}"  # which decoder state the query is: "s_{t-1}" (additive) or "s_t" (dot)
 
 
 @dataclass(frozen=True)
 class TranslationTrace:
-    """A translator's greedy output for one source sentence."""
+    """An LSTM translator's greedy output for one source sentence."""
 
     src_tokens: list[str]  # "<unk>" kept visible
     out_tokens: list[str]  # without <bos>/<eos>
     alignment: np.ndarray | None  # (U, T) attention weights; None for the plain (no attention) model
-    steps: list[AttentionStep] = field(default_factory=list)  # additive model only
+    steps: list[AttentionStep] = field(default_factory=list)  # one per output word; empty for plain
+    score_rule: str | None = None  # the score in the chapter's notation, e.g. "score_j = s_t · (W_a h_j)"
 
 
 @dataclass(frozen=True)

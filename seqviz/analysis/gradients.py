@@ -75,13 +75,14 @@ def jacobian_curve(model, length: int = 200, samples: int = 4, scale: float = 1.
     """‖∂h_T/∂h_k‖ against T − k for a recurrent classifier on random word sequences of ``length`` words.
 
     Each sample is repeated H times in the batch and row i of the output is seeded with unit vector e_i,
-    so one backward pass gives the whole H x H Jacobian for every k at once.
+    so one backward pass gives the whole H x H Jacobian for every k at once. The model is read only
+    through its public surface: ``recurrent_layer``, ``vocab_size`` and ``embed``.
     """
-    rnn: nn.RNNBase = model.rnn
+    rnn: nn.RNNBase = model.recurrent_layer
     cell = _cell_for(rnn, scale)
     hidden = rnn.hidden_size
     generator = torch.Generator().manual_seed(seed)
-    vocab_size = model.embedding.num_embeddings
+    vocab_size = model.vocab_size
     logs = []
     with torch.enable_grad():
         for _ in range(samples):

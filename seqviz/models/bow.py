@@ -10,7 +10,7 @@ The sum over t does not care in which order the words come: two sentences with t
 different labels this model can be right on at most one of each pair, 50 %.
 
 The model has the same surface as the torch classifiers (``predict_proba``, ``trace``), and its two
-count arrays are saved in the same checkpoint format (safetensors + JSON config).
+count arrays are saved in the same checkpoint format (one safetensors file, its JSON description in the header).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from seqviz.models.common import check_sizes, one_sentence
 from seqviz.traces import ClassifierTrace
 
 
@@ -31,14 +32,15 @@ class NaiveBayesConfig:
 
     def __post_init__(self):
         self.labels = tuple(self.labels)
-        if self.vocab_size < 4 or len(self.labels) < 2:
-            raise ValueError("a classifier needs at least the 4 special words and 2 labels")
+        check_sizes(self, vocab=("vocab_size",), labels=("labels",))
         if not self.alpha > 0:
             raise ValueError("alpha must be positive")
 
 
 class NaiveBayesClassifier:
     """Multinomial naive Bayes over word counts; ``fit`` counts, nothing is learned by gradient."""
+
+    family = "bow"
 
     def __init__(self, config: NaiveBayesConfig):
         self.config = config
@@ -102,11 +104,9 @@ class NaiveBayesClassifier:
 
     def trace(self, tokens, vocab) -> ClassifierTrace:
         """Probabilities for one tokenized sentence (no hidden state: the model has no memory)."""
-        ids = vocab.encode(list(tokens))
-        if not ids:
-            raise ValueError("The sentence has no words to read: type at least one word.")
+        ids, seen = one_sentence(tokens, vocab)
         probs = self.predict_proba(np.array([ids]), np.array([len(ids)]))[0]
-        return ClassifierTrace(tokens=vocab.decode(ids), labels=tuple(self.labels), probs=probs)
+        return ClassifierTrace(tokens=seen, labels=tuple(self.labels), probs=probs)
 
     # The torch models' housekeeping, so callers can treat every classifier alike.
     def eval(self) -> NaiveBayesClassifier:

@@ -18,20 +18,20 @@ Recurrent models (the chapter's section 1 and 2) apply one cell at every step wi
 
 and classify from the final memory h_T, read at each sentence's true length (padding never reaches it,
 because padding comes after the last word). The LSTM also replays its own ``nn.LSTM`` weights step by
-step to expose every gate (:func:`lstm_gate_trace`).
+step to expose every gate (:func:`seqviz.models.gates.lstm_gate_trace`).
 
 The transformer (section 5) drops the recurrence: every word attends to every word in one step,
 
     Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V,
 
 with learned position vectors added to the word vectors, and classifies from the mean of its outputs.
-Its attention weights are returned by the forward pass (never kept on the module), so
-``attention_trace`` can show every layer and head.
+Attention is :class:`seqviz.models.attention.MultiHeadAttention`, the translator's too. Its weights are
+returned by the forward pass (never kept on the module), so ``attention_trace`` can show every layer
+and head.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -40,25 +40,26 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqviz.models.attention import MultiHeadAttention
+from seqviz.models.common import check_sizes, one_sentence
+from seqviz.models.gates import lstm_gate_trace, replay_lstm
 from seqviz.traces import ClassifierTrace, LSTMGateTrace, SelfAttentionTrace
+
+__all__ = [  # lstm_gate_trace and replay_lstm live in seqviz.models.gates; importable from here too
+    "GRUClassifier", "LSTMClassifier", "RNNClassifier", "RecurrentClassifier", "RecurrentClassifierConfig",
+    "TransformerClassifier", "TransformerClassifierConfig", "lstm_gate_trace", "replay_lstm",
+]
 
 
 def _as_long_tensor(values) -> torch.Tensor:
     return values.long() if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values), dtype=torch.long)
 
 
-def _one_sentence(tokens, vocab) -> tuple[list[int], list[str]]:
-    """Encode one tokenized sentence; the tokens come back as the model saw them (``<unk>`` kept visible)."""
-    ids = vocab.encode(list(tokens))
-    if not ids:
-        raise ValueError("The sentence has no words to read: type at least one word.")
-    return ids, vocab.decode(ids)
-
-
 class _ClassifierBase(nn.Module):
     """What every torch classifier shares: loss, probabilities and the sentence-level trace."""
 
     labels: tuple[str, ...]
+    family: ClassVar[str] = ""  # the name in seqviz.models.FAMILIES
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -83,7 +84,7 @@ class _ClassifierBase(nn.Module):
 
     def trace(self, tokens, vocab) -> ClassifierTrace:
         """The model's reading of one tokenized sentence: probabilities and, for recurrent models, h_t."""
-        ids, seen = _one_sentence(tokens, vocab)
+        ids, seen = one_sentence(tokens, vocab)
         with torch.inference_mode():
             ids_t = torch.tensor([ids])  # (1, T)
             lengths = torch.tensor([len(ids)])
@@ -110,8 +111,7 @@ class RecurrentClassifierConfig:
 
     def __post_init__(self):
         self.labels = tuple(self.labels)
-        if self.vocab_size < 4 or len(self.labels) < 2 or self.emb_dim < 1 or self.hidden_dim < 1:
-            raise ValueError("a classifier needs at least the 4 special words, 2 labels and positive sizes")
+        check_sizes(self, vocab=("vocab_size",), labels=("labels",), width=("emb_dim", "hidden_dim"))
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError("dropout must be in [0, 1)")
 
@@ -130,6 +130,20 @@ class RecurrentClassifier(_ClassifierBase):
         self.rnn = self._layers[self.cell](config.emb_dim, config.hidden_dim, batch_first=True)
         self.dropout = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.hidden_dim, len(config.labels))
+
+    @property
+    def family(self) -> str:
+        return self.cell
+
+    @property
+    def recurrent_layer(self) -> nn.RNNBase:
+        """The one recurrent layer (nn.RNN, nn.GRU or nn.LSTM), read-only: the gradient analyses replay it."""
+        return self.rnn
+
+    @property
+    def vocab_size(self) -> int:
+        """Words known, the four specials included."""
+        return self.embedding.num_embeddings
 
     @property
     def recurrent_weight(self) -> torch.Tensor:
@@ -186,66 +200,10 @@ class LSTMClassifier(RecurrentClassifier):
 
     def gate_trace(self, tokens, vocab) -> LSTMGateTrace:
         """Every gate, the cell and the memory, per word and per unit, replayed from nn.LSTM's weights."""
-        ids, seen = _one_sentence(tokens, vocab)
+        ids, seen = one_sentence(tokens, vocab)
         with torch.inference_mode():
             emb = self.embed(torch.tensor([ids]))[0]  # (T, E)
         return lstm_gate_trace(self.rnn, emb, seen)
-
-
-def lstm_gate_trace(lstm: nn.LSTM, inputs: torch.Tensor, tokens: list[str], reverse: bool = False) -> LSTMGateTrace:
-    """Replay the first layer of ``lstm`` on one sequence ``inputs`` (T, E), with its own weights.
-
-    Any ``nn.LSTM`` works (a classifier's, or a translator's encoder); ``reverse=True`` replays the backward
-    direction of a bidirectional layer (its arrays are still in reading order, left to right).
-    """
-    suffix = "_reverse" if reverse else ""
-    w_ih = getattr(lstm, f"weight_ih_l0{suffix}")  # (4H, E), gate order i, f, g, o
-    w_hh = getattr(lstm, f"weight_hh_l0{suffix}")  # (4H, H)
-    if lstm.bias:
-        bias = getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}")  # (4H,)
-    else:
-        bias = torch.zeros(w_ih.shape[0], dtype=w_ih.dtype)
-    if getattr(lstm, "proj_size", 0):
-        raise ValueError("LSTMs with projections are not replayed")
-    with torch.inference_mode():
-        steps = replay_lstm(w_ih, w_hh, bias, inputs.flip(0) if reverse else inputs)
-        if reverse:
-            steps = {name: values.flip(0) for name, values in steps.items()}
-    arrays = {name: values.numpy().copy() for name, values in steps.items()}
-    return LSTMGateTrace(
-        tokens=list(tokens),
-        input_gate=arrays["input_gate"],
-        forget_gate=arrays["forget_gate"],
-        output_gate=arrays["output_gate"],
-        candidate=arrays["candidate"],
-        cell=arrays["cell"],
-        hidden=arrays["hidden"],
-    )
-
-
-def replay_lstm(
-    w_ih: torch.Tensor, w_hh: torch.Tensor, bias: torch.Tensor, inputs: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    """One LSTM layer, one step at a time, from h_0 = c_0 = 0; every returned tensor is (T, H).
-
-    i_t = σ(W_ii x_t + W_hi h_{t-1} + b_i)      f_t = σ(W_if x_t + W_hf h_{t-1} + b_f)
-    c̃_t = tanh(W_ig x_t + W_hg h_{t-1} + b_g)   o_t = σ(W_io x_t + W_ho h_{t-1} + b_o)
-    c_t = f_t ⊙ c_{t-1} + i_t ⊙ c̃_t             h_t = o_t ⊙ tanh(c_t)
-    """
-    hidden_size = w_hh.shape[1]
-    h = inputs.new_zeros(hidden_size)  # (H,)
-    c = inputs.new_zeros(hidden_size)  # (H,)
-    names = ("input_gate", "forget_gate", "candidate", "output_gate", "cell", "hidden")
-    rows: dict[str, list[torch.Tensor]] = {name: [] for name in names}
-    for x_t in inputs:  # (E,)
-        z = w_ih @ x_t + w_hh @ h + bias  # (4H,)
-        i_t, f_t, g_t, o_t = z.chunk(4)  # each (H,)
-        i_t, f_t, g_t, o_t = torch.sigmoid(i_t), torch.sigmoid(f_t), torch.tanh(g_t), torch.sigmoid(o_t)
-        c = f_t * c + i_t * g_t
-        h = o_t * torch.tanh(c)
-        for name, value in zip(names, (i_t, f_t, g_t, o_t, c, h), strict=True):
-            rows[name].append(value)
-    return {name: torch.stack(values) for name, values in rows.items()}  # each (T, H)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -265,45 +223,12 @@ class TransformerClassifierConfig:
 
     def __post_init__(self):
         self.labels = tuple(self.labels)
-        if self.vocab_size < 4 or len(self.labels) < 2 or min(self.d_model, self.n_heads, self.n_layers) < 1:
-            raise ValueError("a classifier needs at least the 4 special words, 2 labels and positive sizes")
+        check_sizes(self, vocab=("vocab_size",), labels=("labels",), width=("d_model", "d_ff"),
+                    heads=("n_heads",), layers=("n_layers",), positions=("max_len",))
         if self.d_model % self.n_heads:
             raise ValueError("d_model must be a multiple of n_heads")
-        if self.d_ff < 1 or self.max_len < 1 or not 0.0 <= self.dropout < 1.0:
-            raise ValueError("d_ff and max_len must be positive and dropout in [0, 1)")
-
-
-def attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(Q Kᵀ / √d_k) V for (B, N, T, d_k) tensors; returns (output (B, N, T, d_k), weights (B, N, T, T)).
-
-    ``key_padding`` (B, T) is True where a position is padding: nobody attends to it.
-    """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, N, T, T)
-    if key_padding is not None:
-        scores = scores.masked_fill(key_padding[:, None, None, :], float("-inf"))
-    weights = torch.softmax(scores, dim=-1)  # (B, N, T, T): each row adds to 1
-    return weights @ v, weights
-
-
-class SelfAttention(nn.Module):
-    """Multi-head self-attention that returns its weights, per head."""
-
-    def __init__(self, config: TransformerClassifierConfig):
-        super().__init__()
-        self.n_heads = config.n_heads
-        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
-        self.proj = nn.Linear(config.d_model, config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
-
-    def forward(self, x: torch.Tensor, key_padding: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        batch, length, d_model = x.shape
-        q, k, v = self.qkv(x).split(d_model, dim=-1)  # each (B, T, D)
-        q, k, v = (t.view(batch, length, self.n_heads, -1).transpose(1, 2) for t in (q, k, v))  # (B, N, T, d_k)
-        mixed, weights = attention(q, k, v, key_padding)  # (B, N, T, d_k), (B, N, T, T)
-        mixed = mixed.transpose(1, 2).reshape(batch, length, d_model)  # (B, T, D)
-        return self.dropout(self.proj(mixed)), weights
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError("dropout must be in [0, 1)")
 
 
 class EncoderBlock(nn.Module):
@@ -312,7 +237,8 @@ class EncoderBlock(nn.Module):
     def __init__(self, config: TransformerClassifierConfig):
         super().__init__()
         self.norm1 = nn.LayerNorm(config.d_model)
-        self.attn = SelfAttention(config)
+        self.attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
+        self.dropout = nn.Dropout(config.dropout)
         self.norm2 = nn.LayerNorm(config.d_model)
         self.ffn = nn.Sequential(
             nn.Linear(config.d_model, config.d_ff),
@@ -321,14 +247,17 @@ class EncoderBlock(nn.Module):
             nn.Dropout(config.dropout),
         )
 
-    def forward(self, x: torch.Tensor, key_padding: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        mixed, weights = self.attn(self.norm1(x), key_padding)
-        x = x + mixed  # (B, T, D)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, T, D), mask (B, 1, 1, T) True on real words -> (B, T, D), weights (B, N, T, T)."""
+        mixed, weights = self.attn(self.norm1(x), mask=mask)
+        x = x + self.dropout(mixed)  # (B, T, D)
         return x + self.ffn(self.norm2(x)), weights
 
 
 class TransformerClassifier(_ClassifierBase):
     """Word vector + learned position vector -> L encoder blocks -> mean over the words -> linear."""
+
+    family = "transformer"
 
     def __init__(self, config: TransformerClassifierConfig):
         super().__init__()
@@ -351,11 +280,11 @@ class TransformerClassifier(_ClassifierBase):
         """Outputs (B, T, D) and the attention weights of every layer, stacked: (B, L, N, T, T)."""
         length = emb.shape[1]
         steps = torch.arange(length, device=emb.device)
-        key_padding = steps[None, :] >= lengths.to(emb.device)[:, None]  # (B, T): True on padding
+        mask = (steps[None, :] < lengths.to(emb.device)[:, None])[:, None, None, :]  # (B, 1, 1, T): real words
         x = self.dropout(emb + self.positions(steps)[None])  # (B, T, D)
         all_weights = []
         for block in self.blocks:
-            x, weights = block(x, key_padding)  # weights (B, N, T, T)
+            x, weights = block(x, mask)  # weights (B, N, T, T)
             all_weights.append(weights)
         return self.norm(x), torch.stack(all_weights, dim=1)
 
@@ -368,7 +297,7 @@ class TransformerClassifier(_ClassifierBase):
 
     def attention_trace(self, tokens, vocab) -> SelfAttentionTrace:
         """Self-attention weights of every layer and head for one sentence: (L, N, T, T)."""
-        ids, seen = _one_sentence(tokens, vocab)
+        ids, seen = one_sentence(tokens, vocab)
         with torch.inference_mode():
             ids_t = torch.tensor([ids])  # (1, T)
             _, weights = self.encode(self.embed(ids_t), torch.tensor([len(ids)]))  # (1, L, N, T, T)

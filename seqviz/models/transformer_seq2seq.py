@@ -17,48 +17,33 @@ never seen in training is still new to the model: trained on positions 0..30 onl
 41% of the 31-35-token test sentences and none above 40. So in training each sentence's positions
 start at a random offset p0 in 0..max_position_shift (source and target alike; a simple form of the
 randomized positions of Ruoss et al. 2023): the model sees positions up to 70+, can only rely on
-where words are relative to each other, and at inference (p0 = 0) it generalises far better (table
-below). Layers are pre-norm: x + Sublayer(LayerNorm(x)). Word vectors start at std d^-1/2, so
+where words are relative to each other, and at inference (p0 = 0) it generalises far better.
+Layers are pre-norm: x + Sublayer(LayerNorm(x)). Word vectors start at std d^-1/2, so
 that √d·E[w] is about as large as PE (nn.Embedding's N(0, 1) would drown the positions: that model
 learned three times slower).
 
-Batches (the contract with seqviz.train): {"src": (B, T), "src_lengths": (B,), "tgt": (B, U+2) =
-<bos> ... <eos> then <pad>}.
+Attention is :func:`seqviz.models.attention.attention` in :class:`~seqviz.models.attention.MultiHeadAttention`
+(the transformer classifier's too); loss and greedy decoding come from
+:class:`seqviz.models.translator.Translator`, shared with the LSTM translators.
 
-Recommended training (RECOMMENDED_TRAINING below, for the default config: d_model 64, 4 heads, 2+2
-layers, d_ff 256, no dropout, position shift 40): 3000 steps of batch 64, AdamW lr 2e-3 (no weight
-decay), 200 warm-up steps then cosine to 0.1·lr, gradient norm clipped to 1.0; about 300 CPU seconds
-with one thread. Measured with seqviz.train (seed 0; training sources of 3..30 tokens), exact match % /
-token accuracy % per source length:
-
-    source tokens        3-9 .. 25-30   31-35   36-40   41-45   <=30    >=25
-    shift 40 (default)   100/100 each   97/100  92/98   77/94   100.0   91.5
-    no shift             100/100 each   41/83    1/63    0/56   100.0   35.5
-
-Both translate the six chapter pairs exactly.
+The zoo's training settings are in seqviz.zoo; the shipped model's held-out results in
+assets/models/README.md.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-from seqviz.models.seq2seq import keep_greedy_step, teacher_forced_loss
+from seqviz.limits import MAX_MODEL_POSITIONS
+from seqviz.models.attention import MultiHeadAttention
+from seqviz.models.common import BOS_ID, PAD_ID, check_sizes
+from seqviz.models.translator import Translator
 from seqviz.traces import TransformerTranslationTrace
-
-# Special ids fixed by the contract of seqviz.text.Vocab: <pad>=0, <unk>=1, <bos>=2, <eos>=3.
-PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
-
-# Settings for the one training loop (seqviz.train.TrainConfig fields), for the default config below.
-RECOMMENDED_TRAINING: dict[str, Any] = {
-    "steps": 3000, "batch_size": 64, "lr": 2e-3, "warmup": 200, "clip": 1.0, "weight_decay": 0.0,
-    "schedule": "cosine", "min_lr_ratio": 0.1,
-}
 
 
 @dataclass
@@ -75,25 +60,14 @@ class TransformerSeq2SeqConfig:
     max_position_shift: int = 40  # training only: each sentence's positions start at a random p0 in 0..40
 
     def __post_init__(self) -> None:
+        check_sizes(self, vocab=("src_vocab_size", "tgt_vocab_size"), width=("d_model", "d_ff"),
+                    heads=("n_heads",), layers=("enc_layers", "dec_layers"))
+        if not 0 <= self.max_position_shift <= MAX_MODEL_POSITIONS:
+            raise ValueError(f"max_position_shift must be 0 to {MAX_MODEL_POSITIONS}")
+        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError("dropout and label_smoothing must be in [0, 1)")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-
-
-def attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-    dropout: nn.Dropout | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scaled dot-product attention, as in the Annotated Transformer: returns (output, p_attn).
-
-    q (B, N, Tq, d_k), k and v (B, N, Tk, d_k), mask broadcastable to (B, N, Tq, Tk), True = may look.
-    p_attn (B, N, Tq, Tk) is exactly 0 where the mask is False.
-    """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, N, Tq, Tk)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    p_attn = torch.softmax(scores, dim=-1)
-    weights = dropout(p_attn) if dropout is not None else p_attn
-    return weights @ v, p_attn  # (B, N, Tq, d_k), (B, N, Tq, Tk)
 
 
 def sinusoidal_positions(length: int, d_model: int, device: torch.device | None = None) -> torch.Tensor:
@@ -105,32 +79,6 @@ def sinusoidal_positions(length: int, d_model: int, device: torch.device | None 
     pe[:, 0::2] = torch.sin(position * div)
     pe[:, 1::2] = torch.cos(position * div)
     return pe
-
-
-class MultiHeadAttention(nn.Module):
-    """Q = x W_Q, K = m W_K, V = m W_V split into N heads; heads concatenated and mixed by W_O."""
-
-    def __init__(self, config: TransformerSeq2SeqConfig) -> None:
-        super().__init__()
-        self.n_heads = config.n_heads
-        self.q = nn.Linear(config.d_model, config.d_model)
-        self.k = nn.Linear(config.d_model, config.d_model)
-        self.v = nn.Linear(config.d_model, config.d_model)
-        self.o = nn.Linear(config.d_model, config.d_model)
-        self.drop = nn.Dropout(config.dropout)
-
-    def forward(
-        self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, Tq, d) asks, memory (B, Tk, d) answers -> (B, Tq, d), weights (B, N, Tq, Tk)."""
-        B, Tq, d = x.shape
-        Tk, N = memory.size(1), self.n_heads
-        q = self.q(x).view(B, Tq, N, d // N).transpose(1, 2)  # (B, N, Tq, d_k)
-        k = self.k(memory).view(B, Tk, N, d // N).transpose(1, 2)  # (B, N, Tk, d_k)
-        v = self.v(memory).view(B, Tk, N, d // N).transpose(1, 2)  # (B, N, Tk, d_k)
-        out, p_attn = attention(q, k, v, mask, self.drop)
-        out = out.transpose(1, 2).reshape(B, Tq, d)  # (B, Tq, d): heads side by side
-        return self.o(out), p_attn
 
 
 class FeedForward(nn.Module):
@@ -150,14 +98,14 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: TransformerSeq2SeqConfig) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(config.d_model)
-        self.self_attn = MultiHeadAttention(config)
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
         self.ln2 = nn.LayerNorm(config.d_model)
         self.ff = FeedForward(config)
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.ln1(x)
-        a, weights = self.self_attn(h, h, src_mask)  # weights (B, N, T, T)
+        a, weights = self.self_attn(h, mask=src_mask)  # weights (B, N, T, T)
         x = x + self.drop(a)
         x = x + self.drop(self.ff(self.ln2(x)))
         return x, weights
@@ -167,9 +115,9 @@ class DecoderLayer(nn.Module):
     def __init__(self, config: TransformerSeq2SeqConfig) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(config.d_model)
-        self.self_attn = MultiHeadAttention(config)
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
         self.ln2 = nn.LayerNorm(config.d_model)
-        self.cross_attn = MultiHeadAttention(config)
+        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout)
         self.ln3 = nn.LayerNorm(config.d_model)
         self.ff = FeedForward(config)
         self.drop = nn.Dropout(config.dropout)
@@ -178,7 +126,7 @@ class DecoderLayer(nn.Module):
         self, y: torch.Tensor, memory: torch.Tensor, causal_mask: torch.Tensor, src_mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         h = self.ln1(y)
-        a, self_w = self.self_attn(h, h, causal_mask)  # (B, N, U, U)
+        a, self_w = self.self_attn(h, mask=causal_mask)  # (B, N, U, U)
         y = y + self.drop(a)
         a, cross_w = self.cross_attn(self.ln2(y), memory, src_mask)  # (B, N, U, T)
         y = y + self.drop(a)
@@ -186,8 +134,16 @@ class DecoderLayer(nn.Module):
         return y, self_w, cross_w
 
 
-class TransformerSeq2Seq(nn.Module):
+class TransformerSeq2Seq(Translator):
     """Encoder-decoder transformer with loss / translate / trace like the LSTM translators."""
+
+    family = "transformer-seq2seq"
+    has_attention = True
+
+    @property
+    def attention_heads(self) -> int:
+        """N, the heads of each attention: its trace has cross-attention per layer and head."""
+        return self.config.n_heads
 
     def __init__(self, config: TransformerSeq2SeqConfig) -> None:
         super().__init__()
@@ -257,45 +213,27 @@ class TransformerSeq2Seq(nn.Module):
         logits, _, _ = self.decode(tgt_in, memory, src_mask, shift)
         return logits  # (B, U, V)
 
-    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Mean cross-entropy of y_t given y_<t and the source (teacher forcing), <pad> ignored."""
-        tgt = batch["tgt"]
-        logits = self(batch["src"], batch["src_lengths"], tgt[:, :-1])  # (B, U+1, V)
-        return teacher_forced_loss(logits, tgt, self.config.label_smoothing)
-
-    def _greedy(self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int) -> list[list[int]]:
+    def start(self, src: torch.Tensor, src_lengths: torch.Tensor):
         memory, src_mask, _ = self.encode(src, src_lengths)
-        B = src.size(0)
-        ys = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
-        done = torch.zeros(B, dtype=torch.bool, device=src.device)
-        outputs: list[list[int]] = [[] for _ in range(B)]
-        for _ in range(max_len + 1):
-            logits, _, _ = self.decode(ys, memory, src_mask)  # the whole prefix again: (B, t, V)
-            y = logits[:, -1].argmax(dim=-1)  # (B,)
-            done = keep_greedy_step(outputs, y, done, max_len)
-            if bool(done.all()):
-                break
-            ys = torch.cat([ys, y[:, None]], dim=1)  # (B, t+1)
-        return outputs
+        ys = torch.full((src.size(0), 0), BOS_ID, dtype=torch.long, device=src.device)  # (B, 0): words so far
+        return memory, src_mask, ys
 
-    def translate(self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int = 80) -> list[list[int]]:
-        """Greedy decoding of a batch; each output without <bos>/<eos>, at most max_len ids."""
-        with torch.inference_mode():
-            return self._greedy(src, src_lengths, max_len)
+    def step(self, y_prev: torch.Tensor, state):
+        """One greedy step: the decoder reads the whole prefix again (no cache: sentences are short)."""
+        memory, src_mask, ys = state
+        ys = torch.cat([ys, y_prev[:, None]], dim=1)  # (B, t): <bos> y_1 .. y_{t-1}
+        logits, _, _ = self.decode(ys, memory, src_mask)  # (B, t, V)
+        return logits[:, -1], (memory, src_mask, ys), None
 
-    def trace(
-        self, src_ids: list[int], src_vocab: Any, tgt_vocab: Any, max_len: int = 80
-    ) -> TransformerTranslationTrace:
+    def trace(self, src_ids, src_vocab, tgt_vocab, max_len: int | None = None) -> TransformerTranslationTrace:
         """Translate one sentence; return every attention map, layer by layer and head by head.
 
         Row u of decoder_self and cross is the step that wrote out_tokens[u]: its decoder input is
-        <bos> for u = 0 and out_tokens[u-1] after that (so decoder_self's columns are those inputs)."""
-        if not src_ids:
-            raise ValueError("trace needs at least one source token")
-        src = torch.tensor([src_ids], dtype=torch.long)  # (1, T)
-        lengths = torch.tensor([len(src_ids)])
+        <bos> for u = 0 and out_tokens[u-1] after that (so decoder_self's columns are those inputs).
+        ``max_len`` None: at most ``seqviz.limits.output_limit(len(src_ids))`` words."""
+        src, lengths = self._one_source(src_ids)
         with torch.inference_mode():
-            out_ids = self._greedy(src, lengths, max_len)[0]
+            out_ids = self.greedy(src, lengths, max_len)[0][0]
             memory, src_mask, enc_ws = self.encode(src, lengths)
             tgt_in = torch.tensor([[BOS_ID, *out_ids]], dtype=torch.long)  # (1, U+1)
             _, self_ws, cross_ws = self.decode(tgt_in, memory, src_mask)
@@ -305,7 +243,7 @@ class TransformerSeq2Seq(nn.Module):
             return torch.stack([w[0] for w in ws]).float().numpy().copy()  # (L, N, ., .)
 
         return TransformerTranslationTrace(
-            src_tokens=list(src_vocab.decode(src_ids)),
+            src_tokens=list(src_vocab.decode(src[0].tolist())),
             out_tokens=list(tgt_vocab.decode(out_ids)),
             encoder_self=stack(enc_ws),  # (L, N, T, T)
             decoder_self=stack(self_ws)[:, :, :U, :U],  # (L, N, U, U)
@@ -313,11 +251,4 @@ class TransformerSeq2Seq(nn.Module):
         )
 
 
-__all__ = [
-    "RECOMMENDED_TRAINING",
-    "MultiHeadAttention",
-    "TransformerSeq2Seq",
-    "TransformerSeq2SeqConfig",
-    "attention",
-    "sinusoidal_positions",
-]
+__all__ = ["TransformerSeq2Seq", "TransformerSeq2SeqConfig", "sinusoidal_positions"]

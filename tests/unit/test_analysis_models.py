@@ -75,6 +75,20 @@ def test_gated_curves_are_finite_and_positive(cls):
     assert np.all(np.isfinite(curve.norm)) and np.all(curve.norm > 0)
 
 
+def test_jacobian_curve_reads_the_model_only_through_its_public_surface():
+    """recurrent_layer, vocab_size and embed are all it needs: no reaching into submodules."""
+    inner = _model(GRUClassifier)
+
+    class Facade:
+        recurrent_layer = inner.recurrent_layer
+        vocab_size = inner.vocab_size
+        embed = staticmethod(inner.embed)
+
+    a = gradients.jacobian_curve(Facade(), length=8, samples=1)
+    b = gradients.jacobian_curve(inner, length=8, samples=1)
+    np.testing.assert_allclose(a.norm, b.norm)
+
+
 def test_saliency_matches_a_finite_difference():
     model = _model(LSTMClassifier)
     vocab = Vocab.build([[f"w{i}" for i in range(26)]])

@@ -160,8 +160,44 @@ def test_transformer_masks_padding_in_attention(vocab):
 
 
 def test_models_are_nn_modules_except_bow():
-    for family, (_, model_class) in FAMILIES.items():
-        assert issubclass(model_class, nn.Module) == (family != "bow")
+    for family, entry in FAMILIES.items():
+        assert issubclass(entry.model_class, nn.Module) == (family != "bow")
+
+
+def test_the_family_registry():
+    """Each family: config class, model class, the kind of task it serves and a label for people."""
+    from seqviz.models import families, family
+
+    assert families("classification") == ["bow", "rnn", "gru", "lstm", "transformer"]
+    assert families("translation") == ["plain", "additive", "dot", "transformer-seq2seq"]
+    assert family("additive").label == "LSTM encoder-decoder, additive attention (Bahdanau)"
+    assert len({f.label for f in FAMILIES.values()}) == len(FAMILIES)
+    config_class, model_class = FAMILIES["gru"][:2]  # still indexable as (config, model)
+    assert model_class is family("gru").model_class and config_class is family("gru").config_class
+    with pytest.raises(KeyError, match="unknown model family"):
+        family("lstm2000")
+    with pytest.raises(ValueError, match="builds a 'dot' model"):
+        build("plain", {"kind": "dot"})
+    with pytest.raises(KeyError):
+        family_of(object())
+
+
+@pytest.mark.parametrize(
+    ("family", "fields"),
+    [("rnn", {"hidden_dim": 10**6}), ("lstm", {"vocab_size": 10**7}), ("gru", {"labels": ("only",)}),
+     ("transformer", {"n_layers": 1000}), ("transformer", {"n_heads": 64, "d_model": 64}),
+     ("transformer", {"max_len": 10**6}), ("bow", {"vocab_size": 2})],
+)
+def test_configs_bound_every_size(family, fields):
+    with pytest.raises(ValueError):
+        FAMILIES[family].config_class(**fields)
+
+
+@pytest.mark.parametrize("family", ("rnn", "gru", "lstm"))
+def test_recurrent_models_show_their_layer_through_properties(family, vocab):
+    model = tiny(family, vocab)
+    assert isinstance(model.recurrent_layer, nn.RNNBase) and model.recurrent_layer.hidden_size == 12
+    assert model.vocab_size == len(vocab)
 
 
 def test_bow_cannot_tell_word_identical_twins_apart(vocab):

@@ -1,7 +1,9 @@
 """The translators: LSTM seq2seq (plain, additive, dot) and the encoder-decoder transformer.
 
-Small untrained models on a tiny vocabulary: shapes, masks, the additive trace's three steps, and a
-loss that falls when trained for a few steps. The trained zoo models are checked by ``evaluate``.
+Small untrained models on a tiny vocabulary: shapes, masks, the attention traces' three steps, one
+decoder whose only difference is its attention part, greedy steps that agree with teacher forcing, the
+encoder's gate replay, and a loss that falls when trained for a few steps. The trained zoo models are
+checked by ``evaluate``.
 """
 
 from __future__ import annotations
@@ -10,15 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from seqviz.models.seq2seq import KINDS, RECOMMENDED_TRAINING, Seq2Seq, Seq2SeqConfig
-from seqviz.models.transformer_seq2seq import (
-    TransformerSeq2Seq,
-    TransformerSeq2SeqConfig,
-    attention,
-    sinusoidal_positions,
-)
+from seqviz.limits import output_limit
+from seqviz.models import attention as attention_module
+from seqviz.models.attention import AdditiveAttention, GeneralAttention, NoAttention, attention
+from seqviz.models.seq2seq import KINDS, Seq2Seq, Seq2SeqConfig, attention_part
+from seqviz.models.transformer_seq2seq import TransformerSeq2Seq, TransformerSeq2SeqConfig, sinusoidal_positions
 from seqviz.text import Vocab
-from seqviz.traces import TransformerTranslationTrace, TranslationTrace
+from seqviz.traces import LSTMGateTrace, TransformerTranslationTrace, TranslationTrace
 
 SOURCES = [
     "the parcel arrived .".split(),
@@ -140,18 +140,43 @@ def test_trace_keeps_no_state_on_the_model(name):
 # ------------------------------------------------------------------------------------ LSTM seq2seq
 
 
-def test_config_rejects_unknown_kind_and_impossible_dot_score():
+def test_config_rejects_unknown_kind_impossible_dot_score_and_absurd_sizes():
     with pytest.raises(ValueError):
         Seq2SeqConfig(kind="luong")
     with pytest.raises(ValueError):
         Seq2SeqConfig(kind="dot", dot_score="dot", bidirectional=True)
     Seq2SeqConfig(kind="dot", dot_score="dot", bidirectional=False)  # H == H: fine
+    for field, value in (("hidden", 10**6), ("layers", 100), ("src_vocab_size", 3), ("emb_dim", 0)):
+        with pytest.raises(ValueError, match=field):
+            Seq2SeqConfig(**{field: value})
 
 
-def test_recommended_training_covers_every_kind_with_the_same_budget_for_plain_and_additive():
-    assert set(RECOMMENDED_TRAINING) == set(KINDS)
-    for key in ("steps", "batch_size", "lr", "clip"):
-        assert RECOMMENDED_TRAINING["plain"][key] == RECOMMENDED_TRAINING["additive"][key]
+def test_the_kind_chooses_only_the_attention_part():
+    """The bottleneck and attention differ in one part: the encoder and the decoder are the same classes."""
+    parts = {"plain": NoAttention, "additive": AdditiveAttention, "dot": GeneralAttention}
+    models = {kind: lstm_model(kind) for kind in KINDS}
+    for kind, model in models.items():
+        assert type(model.decoder.attention) is parts[kind]
+        assert type(attention_part(model.config)) is parts[kind]
+        assert model.has_attention == (kind != "plain") and model.family == kind
+    assert len({type(m.encoder) for m in models.values()}) == len({type(m.decoder) for m in models.values()}) == 1
+    encoder_names = {kind: {n for n, _ in m.encoder.named_parameters()} for kind, m in models.items()}
+    assert encoder_names["plain"] == encoder_names["additive"] == encoder_names["dot"]
+    assert TransformerSeq2Seq.has_attention
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_greedy_steps_agree_with_teacher_forcing(kind):
+    """step() one word at a time gives the logits forward() gives for all words at once."""
+    model = lstm_model(kind, seed=2)
+    batch = make_batch([3, 1])
+    tgt_in = batch["tgt"][:, :-1]
+    with torch.inference_mode():
+        all_at_once = model(batch["src"], batch["src_lengths"], tgt_in)  # (B, U, V)
+        state = model.start(batch["src"], batch["src_lengths"])
+        for t in range(tgt_in.size(1)):
+            logits, state, _ = model.step(tgt_in[:, t], state)
+            torch.testing.assert_close(logits, all_at_once[:, t], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -165,38 +190,39 @@ def test_trace_shapes(kind):
     assert trace.out_tokens == TGT_VOCAB.decode(out)
     U, T = len(trace.out_tokens), len(src_ids)
     if kind == "plain":
-        assert trace.alignment is None and trace.steps == []
+        assert trace.alignment is None and trace.steps == [] and trace.score_rule is None
         return
     assert trace.alignment.shape == (U, T)
     np.testing.assert_allclose(trace.alignment.sum(axis=1), 1.0, atol=1e-5)
-    if kind == "dot":
-        assert trace.steps == []
-    else:
-        assert len(trace.steps) == U
-        H = model.config.hidden
-        for step, token in zip(trace.steps, trace.out_tokens, strict=True):
-            assert step.output_token == token
-            assert step.query.shape == (H,) and step.scores.shape == (T,) and step.weights.shape == (T,)
-            assert step.context.shape == (2 * H,)
+    assert len(trace.steps) == U and trace.score_rule.startswith("score_j = ")
+    H = model.config.hidden
+    for step, token in zip(trace.steps, trace.out_tokens, strict=True):
+        assert step.output_token == token
+        assert step.query.shape == (H,) and step.scores.shape == (T,) and step.weights.shape == (T,)
+        assert step.context.shape == (2 * H,)
+        assert step.query_name == ("s_{t-1}" if kind == "additive" else "s_t")
 
 
-def test_additive_trace_steps_are_the_chapters_three_steps_and_the_alignment_rows():
-    model = lstm_model("additive", seed=3)
+@pytest.mark.parametrize("kind", ["additive", "dot"])
+def test_trace_steps_are_the_chapters_three_steps_and_the_alignment_rows(kind):
+    model = lstm_model(kind, seed=3)
     src_ids = SRC_VOCAB.encode(SOURCES[3])
     trace = model.trace(src_ids, SRC_VOCAB, TGT_VOCAB, max_len=8)
     assert len(trace.steps) == len(trace.out_tokens) > 0
     with torch.inference_mode():
-        enc = model.encode(torch.tensor([src_ids]), torch.tensor([len(src_ids)]))
-    states = enc.states[0].numpy()  # (T, 2H): the encoder states h_j
+        memory = model.encode(torch.tensor([src_ids]), torch.tensor([len(src_ids)]))
+        s0 = model.decoder.initial_state(memory)[0][-1, 0].numpy()
+    states = memory.states[0].numpy()  # (T, 2H): the encoder states h_j
     for u, step in enumerate(trace.steps):
         softmax = np.exp(step.scores - step.scores.max())
         np.testing.assert_allclose(step.weights, softmax / softmax.sum(), atol=1e-6)  # (2) α = softmax(score)
         np.testing.assert_allclose(step.context, step.weights @ states, atol=1e-5)  # (3) c = Σ α_j h_j
         np.testing.assert_allclose(trace.alignment[u], step.weights, atol=1e-7)
-    # (1) the first query is s_0, the decoder's start state built from the encoder's final memory
-    with torch.inference_mode():
-        s0 = model.initial_state(enc)[0][-1, 0].numpy()
-    np.testing.assert_allclose(trace.steps[0].query, s0, atol=1e-6)
+        if kind == "dot":  # (1) score_j = s_t · (W_a h_j)
+            keys = memory.keys[0].numpy()  # (T, H)
+            np.testing.assert_allclose(step.scores, keys @ step.query, atol=1e-5)
+    if kind == "additive":  # (1) the first query is s_0, the decoder's start state built from z
+        np.testing.assert_allclose(trace.steps[0].query, s0, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["additive", "dot"])
@@ -205,12 +231,11 @@ def test_attention_sums_to_one_over_real_words_and_is_zero_on_padding(kind):
     batch = make_batch([0, 3, 2])
     lengths = batch["src_lengths"]
     with torch.inference_mode():
-        enc = model.encode(batch["src"], lengths)
-        state = model.initial_state(enc)
+        state = model.start(batch["src"], lengths)
         y = torch.full((3,), BOS)
         for _ in range(4):
-            logits, state, info = model.step(y, state, enc)
-            weights = info["weights"]  # (B, T)
+            logits, state, details = model.step(y, state)
+            weights = details.weights[:, 0]  # (B, T)
             for b, n in enumerate(lengths.tolist()):
                 assert float(weights[b, :n].sum()) == pytest.approx(1.0, abs=1e-5)
                 assert torch.all(weights[b, n:] == 0)
@@ -222,13 +247,12 @@ def test_plain_decoder_sees_only_the_final_memory():
     model = lstm_model("plain")
     batch = make_batch([1])
     with torch.inference_mode():
-        enc = model.encode(batch["src"], batch["src_lengths"])
-        state = model.initial_state(enc)
+        memory, lstm_state = model.start(batch["src"], batch["src_lengths"])
         y = torch.tensor([BOS])
-        logits_a, _, info = model.step(y, state, enc)
-        enc.states.mul_(0.0)  # wipe every per-word state; z (enc.final) is kept
-        logits_b, _, _ = model.step(y, state, enc)
-    assert info == {}
+        logits_a, _, details = model.step(y, (memory, lstm_state))
+        memory.states.mul_(0.0)  # wipe every per-word state; z (memory.final) is kept
+        logits_b, _, _ = model.step(y, (memory, lstm_state))
+    assert details.weights is None and details.scores is None
     assert torch.allclose(logits_a, logits_b)
 
 
@@ -239,7 +263,52 @@ def test_two_layer_models_run():
         assert len(trace.out_tokens) <= 5
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_encoder_gate_replay_reproduces_its_lstm(kind):
+    """gate_trace replays the encoder's first layer, forward direction, on the source words."""
+    model = lstm_model(kind)
+    sentence = [*SOURCES[1], "zebra"]
+    trace = model.gate_trace(sentence, SRC_VOCAB)
+    assert isinstance(trace, LSTMGateTrace) and trace.tokens == [*SOURCES[1], "<unk>"]
+    with torch.inference_mode():
+        memory = model.encode(torch.tensor([SRC_VOCAB.encode(sentence)]), torch.tensor([len(sentence)]))
+    H = model.config.hidden
+    np.testing.assert_allclose(trace.hidden, memory.states[0, :, :H].numpy(), atol=1e-5)  # →h_j
+    assert trace.forget_gate.shape == (len(sentence), H)
+    with pytest.raises(ValueError, match="no words"):
+        model.gate_trace([], SRC_VOCAB)
+
+
+@pytest.mark.parametrize("name", ALL_MODELS)
+def test_the_decode_length_rule_is_output_limit(name):
+    """Untrained models rarely stop: without max_len each sentence stops at output_limit(its length)."""
+    model = build(name, seed=5)
+    batch = make_batch([0, 3])
+    outputs = model.translate(batch["src"], batch["src_lengths"])
+    for ids, n in zip(outputs, batch["src_lengths"].tolist(), strict=True):
+        assert len(ids) <= output_limit(n)
+    src_ids = SRC_VOCAB.encode(SOURCES[0])
+    assert len(model.trace(src_ids, SRC_VOCAB, TGT_VOCAB).out_tokens) <= output_limit(len(src_ids))
+    assert model.translate(batch["src"], batch["src_lengths"], max_len=0) == [[], []]
+    with pytest.raises(ValueError, match="no words"):
+        model.trace([], SRC_VOCAB, TGT_VOCAB)
+
+
+def test_output_limit():
+    assert output_limit(10) == 25 and output_limit(0) == 5
+
+
 # ------------------------------------------------------------------------------------ transformer
+
+
+def test_one_attention_for_every_transformer():
+    """The classifier and the translator use the same multi-head module, built on the same attention()."""
+    from seqviz.models.classifiers import TransformerClassifier, TransformerClassifierConfig
+
+    classifier = TransformerClassifier(TransformerClassifierConfig(vocab_size=10, d_model=8, n_heads=2))
+    translator = transformer_model()
+    kinds = {type(m) for model in (classifier, translator) for m in model.modules() if "Attention" in type(m).__name__}
+    assert kinds == {attention_module.MultiHeadAttention}
 
 
 def test_attention_returns_its_weights_and_respects_the_mask():

@@ -1,0 +1,97 @@
+"""What every translator shares: the teacher-forced loss and greedy decoding, written once.
+
+A translator (the LSTM encoder-decoders of :mod:`seqviz.models.seq2seq` and the transformer of
+:mod:`seqviz.models.transformer_seq2seq`) says only how to read a source and how to take one decoder step:
+
+- ``forward(src, src_lengths, tgt_in)`` -> logits (B, U+1, V), every step at once (teacher forcing);
+- ``start(src, src_lengths)`` -> the decoder's state after reading the source;
+- ``step(y_prev, state)`` -> (logits (B, V), new state, this step's attention details or None).
+
+From these, this class gives ``loss(batch)``, ``greedy``, ``translate`` and the one decode-length rule:
+a sentence of T source tokens is decoded to at most :func:`seqviz.limits.output_limit` (T) words.
+
+Batches (the contract with seqviz.train): {"src": (B, T) long padded with <pad>=0, "src_lengths": (B,),
+"tgt": (B, U+2) long = <bos> y_1 .. y_U <eos> then <pad>}.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqviz.limits import output_limit
+from seqviz.models.common import BOS_ID, EOS_ID, PAD_ID
+
+
+def teacher_forced_loss(logits: torch.Tensor, tgt: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Mean cross-entropy of y_t given y_<t and the source, <pad> ignored.
+
+    ``tgt`` (B, U+2) is <bos> y_1 .. y_U <eos> <pad>..., ``logits`` (B, U+1, V) predict tgt[:, 1:]."""
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1), ignore_index=PAD_ID,
+                           label_smoothing=label_smoothing)
+
+
+class Translator(nn.Module):
+    """Loss, greedy decoding and translate() for any model with ``forward``, ``start`` and ``step``."""
+
+    has_attention: ClassVar[bool] = True  # False only for the bottleneck: it has no alignment to show
+
+    def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Any:
+        raise NotImplementedError
+
+    def step(self, y_prev: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any, Any]:
+        raise NotImplementedError
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Mean cross-entropy of y_t given y_<t and the source (teacher forcing), <pad> ignored."""
+        tgt = batch["tgt"]
+        logits = self(batch["src"], batch["src_lengths"], tgt[:, :-1])  # (B, U+1, V)
+        return teacher_forced_loss(logits, tgt, self.config.label_smoothing)
+
+    def greedy(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int | None = None, record: bool = False
+    ) -> tuple[list[list[int]], list[Any]]:
+        """Greedy decoding: each step writes its most likely word, until <eos> or the length limit.
+
+        Sentence b stops at <eos> or after ``max_len`` words (None: ``output_limit(src_lengths[b])``).
+        Returns the outputs (ids, no <bos>/<eos>) and, with ``record``, each step's attention details.
+        """
+        lengths = [int(n) for n in src_lengths.tolist()]
+        limits = [output_limit(n) if max_len is None else max(0, int(max_len)) for n in lengths]
+        outputs: list[list[int]] = [[] for _ in lengths]
+        done = [limit == 0 for limit in limits]
+        records: list[Any] = []
+        state = self.start(src, src_lengths)
+        y = torch.full((len(lengths),), BOS_ID, dtype=torch.long, device=src.device)  # (B,)
+        while not all(done):
+            logits, state, details = self.step(y, state)  # (B, V)
+            y = logits.argmax(dim=-1)  # (B,)
+            if record:
+                records.append(details)
+            for b, word in enumerate(y.tolist()):
+                if done[b]:
+                    continue
+                if word == EOS_ID:
+                    done[b] = True
+                else:
+                    outputs[b].append(word)
+                    done[b] = len(outputs[b]) >= limits[b]
+        return outputs, records
+
+    def translate(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int | None = None
+    ) -> list[list[int]]:
+        """Greedy translations of a batch (ids without <bos>/<eos>); ``max_len`` as in :meth:`greedy`."""
+        with torch.inference_mode():
+            outputs, _ = self.greedy(src, src_lengths, max_len)
+        return outputs
+
+    @staticmethod
+    def _one_source(src_ids) -> tuple[torch.Tensor, torch.Tensor]:
+        src_ids = [int(i) for i in src_ids]
+        if not src_ids:
+            raise ValueError("The sentence has no words to translate: type at least one word.")
+        return torch.tensor([src_ids], dtype=torch.long), torch.tensor([len(src_ids)])  # (1, T), (1,)
