@@ -466,7 +466,8 @@ def _train_run(run: Run) -> None:
     # random state as it was; delete the fork_rng once train() seeds a local generator.
     with torch.random.fork_rng(devices=[]):
         result = train(model, task, config, progress=progress, stop=should_stop)
-    if run._abandon:
+    if run._abandon:  # nobody will read it: no evaluation, no checkpoint
+        run._set(status="stopped", step=result.steps)
         return
     model.eval()
     metrics = task.evaluate(model)

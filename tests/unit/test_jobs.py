@@ -162,14 +162,14 @@ def test_runs_of_and_get_never_show_another_owners_runs(managers):
 
 
 def test_a_session_that_stops_polling_loses_its_runs(managers):
-    manager = managers(max_running=1, orphan_timeout_s=0.3, reaper_interval_s=0.05)
+    manager = managers(max_running=1, orphan_timeout_s=0.5, reaper_interval_s=0.05)
     running = manager.submit("gone", tiny(steps=5000), snapshot_fn=lambda m: torch.zeros(1000),
                              snapshot_every_s=1e-6)
     queued = manager.submit("gone", tiny(steps=5))
     assert running.wait(WAIT) and queued.wait(WAIT)  # nobody touched: the reaper stopped both
     assert queued.state().status == "cancelled"
     state = running.state()
-    assert state.stop_reason == "session gone" and state.step < 5000
+    assert state.status == "stopped" and state.stop_reason == "session gone" and state.step < 5000
     assert state.checkpoint is None and state.snapshots == ()  # freed, not evaluated or saved
     assert manager.runs_of("gone") == []
     assert manager.load()["running"] == 0

@@ -1,0 +1,82 @@
+"""RunSpec: what a visitor may train, checked against seqviz.limits; presets build."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seqviz import limits
+from seqviz.runs import APPLIES, PRESETS, TASK_FAMILIES, RunSpec, preset
+
+
+def test_every_family_of_every_task_builds_a_small_model():
+    for task, families in TASK_FAMILIES.items():
+        for family in families:
+            spec = RunSpec(task=task, family=family, embedding=8, hidden=8, heads=2, layers=1, steps=3)
+            model, built_task, config = spec.build()
+            assert model is not None
+            assert built_task.name == task
+            assert config.steps == 3 and config.seed == 0
+            assert spec.num_parameters() > 0
+            assert family in APPLIES
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"task": "poems"}, "task must be one of"),
+        ({"task": "memory", "family": "dot"}, "a memory run trains one of these families: rnn, gru, lstm"),
+        ({"task": "emails", "family": "lstm", "hidden": 100_000}, "TRAIN_WIDTH_RANGE"),
+        ({"task": "emails", "family": "lstm", "embedding": 2}, "TRAIN_WIDTH_RANGE"),
+        ({"steps": limits.TRAIN_MAX_STEPS + 1}, "TRAIN_MAX_STEPS"),
+        ({"steps": 0}, "TRAIN_MAX_STEPS"),
+        ({"lr": 5.0}, "TRAIN_LR_RANGE"),
+        ({"lr": float("nan")}, "lr must be a number"),
+        ({"batch_size": 10_000}, "TRAIN_BATCH_RANGE"),
+        ({"seed": -1}, "TRAIN_MAX_SEED"),
+        ({"steps": 2.5}, "steps must be a whole number"),
+        ({"steps": True}, "steps must be a whole number"),
+        ({"family": "transformer-seq2seq", "heads": 3, "embedding": 64}, "must divide by heads"),
+        ({"family": "transformer-seq2seq", "heads": 64}, "TRAIN_MAX_HEADS"),
+        ({"family": "transformer-seq2seq", "layers": 9}, "TRAIN_MAX_LAYERS"),
+        ({"family": "transformer-seq2seq", "embedding": 256, "hidden": 256, "layers": 4}, "TRAIN_MAX_PARAMETERS"),
+        ({"name": "x" * 200}, "name must be text"),
+    ],
+)
+def test_out_of_bounds_specs_are_refused_with_a_message_naming_the_bound(fields, words):
+    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        RunSpec(**fields)
+
+
+def test_sizes_that_do_not_apply_are_not_checked():
+    spec = RunSpec(task="emails", family="bow", embedding=0, hidden=0, heads=0, layers=0)
+    assert spec.num_parameters() > 0
+    assert "bow on emails" in spec.label
+
+
+def test_building_leaves_the_global_generator_alone_and_is_seeded():
+    before = torch.random.get_rng_state()
+    spec = RunSpec(task="memory", family="gru", embedding=8, hidden=8, steps=2, seed=3)
+    first, _, _ = spec.build()
+    second, _, _ = spec.build()
+    assert torch.equal(torch.random.get_rng_state(), before)
+    for a, b in zip(first.state_dict().values(), second.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_presets_are_named_explained_and_within_bounds():
+    assert PRESETS[0].name == "Quick: attention translator"
+    assert PRESETS[0].spec.family == "dot"
+    names = [p.name for p in PRESETS]
+    assert len(names) == len(set(names))
+    for p in PRESETS:
+        assert p.look_for.endswith(".") and "/" in p.look_for  # says where to look
+        assert p.goal
+        assert preset(p.name) is p
+        assert p.spec.num_parameters() <= limits.TRAIN_MAX_PARAMETERS
+        assert p.spec.train_config().steps == p.spec.steps
+    experiments = {p.experiment for p in PRESETS if p.experiment}
+    for experiment in experiments:
+        assert sum(p.experiment == experiment for p in PRESETS) >= 2  # run side by side
+    with pytest.raises(KeyError):
+        preset("no such preset")
