@@ -1,8 +1,8 @@
 """Command line: ``python -m seqviz train --all | train NAME [NAME ...] | evaluate [--json] [NAME ...]``.
 
 ``train`` rebuilds shipped checkpoints in assets/models/ with the one training loop (deterministic:
-training again writes the same .safetensors bytes) and rewrites assets/models/README.md from the
-checkpoints' JSON. ``evaluate`` loads every shipped model and measures it again on held-out data
+training again gives the same weights) and rewrites assets/models/README.md from the checkpoints'
+headers. ``evaluate`` loads every shipped model and measures it again on held-out data
 (``--stored`` prints the numbers saved at training time instead, without loading any model).
 """
 
@@ -23,37 +23,26 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _format_metrics(meta: dict) -> str:
-    def pct(value):
-        return "–" if value is None else f"{100 * value:.1f}%"
+def _describe(meta: dict) -> str:
+    """One line of held-out metrics, worded by the model's task."""
+    from seqviz.tasks import TASKS
 
-    m = zoo.summary_metrics(meta)
-    task = meta.get("task")
-    if task == "emails":
-        return (f"test {pct(m['test_accuracy'])}, twins {pct(m['twins_accuracy'])} "
-                f"(same answer for both twins: {pct(m['twins_same_prediction'])})")
-    if task == "memory":
-        return ", ".join(f"d={k.rsplit('_', 1)[1]}: {pct(v)}" for k, v in m.items())
-    if task == "translation":
-        pairs = m["chapter_pairs_exact"]
-        return (f"exact ≤30 tokens {pct(m['exact_match_le30'])} (tokens {pct(m['token_accuracy_le30'])}), "
-                f"exact ≥25 tokens {pct(m['exact_match_ge25'])}, chapter pairs {pairs}/6")
-    return ""
+    task = TASKS.get(meta.get("task") or "")
+    return task.describe(meta.get("metrics") or {}) if task is not None else ""
 
 
 def write_readme(directory: Path) -> Path:
-    """assets/models/README.md: the table of shipped models, written from their JSON files."""
+    """assets/models/README.md: the table of shipped models, written from their checkpoints' headers."""
     rows = []
     total = 0
     for name in zoo.available(directory):
         meta = zoo.metadata(name, directory)
-        weights, json_path = zoo.paths(name, directory)
-        size = weights.stat().st_size + json_path.stat().st_size
+        size = zoo.path(name, directory).stat().st_size
         total += size
         rows.append(
             f"| {name} | {meta['family']} | {meta.get('task')} | {meta.get('params', 0):,} | "
             f"{size / 1024:.0f} KB | {meta.get('steps')} | {meta.get('train_seconds', 0):.0f} | "
-            f"{_format_metrics(meta)} |"
+            f"{_describe(meta)} |"
         )
     missing = [name for name in zoo.NAMES if name not in zoo.available(directory)]
     lines = [
@@ -72,11 +61,13 @@ def write_readme(directory: Path) -> Path:
         "often two trainings at a time and other work running beside them: read them as rough costs.",
         "",
         "Reproducible: training is seeded and deterministic on CPU (`torch.use_deterministic_algorithms`, one",
-        "thread), so `python -m seqviz train NAME` writes the same `NAME.safetensors` bytes every time. The",
-        "`NAME.json` files differ between runs only in `train_seconds`.",
+        "thread), so `python -m seqviz train NAME` gives the same weights every time; the files differ between",
+        "runs only in the recorded `train_seconds`.",
         "",
-        "Each model is two files: `NAME.safetensors` (weights only; never pickled) and `NAME.json` (family,",
+        "Each model is one file, `NAME.safetensors`: an ordinary safetensors file (weights only, never pickled)",
+        "whose header's `__metadata__` holds one entry, `seqviz`, a JSON document (format, version, family,",
         "config, vocabularies, labels, task, seeds, steps, training seconds, hyperparameters, held-out metrics).",
+        "`seqviz.checkpoints.read_meta` reads that document from the header alone, without torch.",
         "",
     ]
     path = directory / "README.md"
@@ -143,16 +134,16 @@ def cmd_evaluate(args) -> int:
     for name in names:
         zoo.entry(name)
     if not args.stored:
-        import torch
+        from seqviz.runtime import configure_torch
 
-        torch.set_num_threads(args.threads)
+        configure_torch(args.threads)
     results = evaluate_models(names, directory, args.stored)
     if args.json:
         print(json.dumps(results, indent=1, ensure_ascii=False, allow_nan=False))
     else:
         for result in results:
             print(f"{result['name']:24} {result['family']:20} {result['task']:12} {result['params']:>9,}  "
-                  f"{_format_metrics(result)}")
+                  f"{_describe(result)}")
     return 0
 
 
@@ -174,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.add_argument("--threads", type=int, default=1, help="torch threads for evaluation")
     evaluate.set_defaults(run=cmd_evaluate)
     args = parser.parse_args(argv)
+    if args.command == "train":
+        from seqviz.runtime import configure_torch
+
+        configure_torch()
     return args.run(args)
 
 

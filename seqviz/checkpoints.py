@@ -1,24 +1,30 @@
-"""One checkpoint format for every model: ``NAME.safetensors`` (weights) + ``NAME.json`` (what they are).
+"""One checkpoint format for every model: one ``NAME.safetensors`` file, weights and description together.
 
-The JSON says everything needed to rebuild the model and to read its numbers:
+The file is an ordinary safetensors file (a little-endian u64 header length, a JSON header, the raw
+tensor bytes). The header's ``__metadata__`` holds one entry, ``{"seqviz": "<JSON document>"}``
+(safetensors metadata values are strings), and that document says everything needed to rebuild the
+model and to read its numbers:
 
-    {"format": "seqviz-checkpoint", "format_version": 1, "family": "lstm",
+    {"format": "seqviz-checkpoint", "format_version": 2, "family": "lstm",
      "config": {...the family's config dataclass...}, "params": 21700,
      "vocabularies": {"tokens": ["<pad>", "<unk>", "<bos>", "<eos>", ...]}, "labels": [...],
      "task": "emails", "data_seed": 0, "seed": 0, "steps": 3000, "train_seconds": 95.1,
      "train": {...hyperparameters...}, "metrics": {...held-out metrics...}, "name": "lstm"}
 
-Loading validates everything before it builds anything: sizes, the JSON's fields and types, the
-family, the config, the vocabularies, and the weights' tensor names, dtypes and shapes against a
-model of that config built on the "meta" device (no memory, no computation). Nothing is ever
-unpickled: weights are read with safetensors only. Any problem raises :class:`CheckpointError` with a
-sentence a person can act on. Loaded models are in eval mode with gradients switched off, so one
-instance can be cached and shared by every visitor.
+:func:`read_meta` reads only the header (no torch), so a page can show a model's metrics without loading
+it; :func:`fingerprint` (sha256 of the bytes) names a file in every cache. Loading validates everything
+before it builds anything: sizes, the header, the document's fields and types, the family, the config
+(with bounds on every size, seqviz.limits), the vocabularies against the embedding sizes, and the
+tensors' names, dtypes and shapes against a model of that config built on the "meta" device (no memory,
+no computation), then NaN and infinity. Nothing is ever unpickled. Any problem raises
+:class:`CheckpointError` with one sentence a person can act on. Loaded models are in eval mode with
+gradients switched off, so one instance can be cached and shared by every visitor.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -32,11 +38,13 @@ from typing import Any
 import numpy as np
 
 FORMAT = "seqviz-checkpoint"
-FORMAT_VERSION = 1
-MAX_WEIGHTS_BYTES = 64 * 1024 * 1024  # a weights file larger than this is refused unread
-MAX_JSON_BYTES = 4 * 1024 * 1024  # a JSON file larger than this is refused unread
+FORMAT_VERSION = 2  # 1 was two files, NAME.safetensors + NAME.json
+METADATA_KEY = "seqviz"  # the entry of the safetensors header's __metadata__ that holds the document
+MAX_FILE_BYTES = 64 * 1024 * 1024  # a checkpoint larger than this is refused unread
+MAX_HEADER_BYTES = 8 * 1024 * 1024  # the safetensors header: tensor table plus the JSON document
+MAX_JSON_BYTES = 4 * 1024 * 1024  # the JSON document inside it
+MAX_JSON_DEPTH = 16  # nesting of lists and objects in the document (the zoo's deepest is 6)
 MAX_PARAMETERS = 16_000_000  # numbers a checkpoint may hold (the zoo's largest model has far fewer)
-MAX_HEADER_BYTES = 1024 * 1024  # a safetensors header describing our tensors is a few kilobytes
 
 _SAFETENSORS_DTYPES = {"float32": "F32", "float64": "F64", "float16": "F16", "int64": "I64", "int32": "I32",
                        "bool": "BOOL", "bfloat16": "BF16", "uint8": "U8"}
@@ -48,13 +56,14 @@ class CheckpointError(ValueError):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A loaded model with everything its JSON said about it."""
+    """A loaded model with everything its file said about it; it reads sentences with its own vocabularies."""
 
     model: Any  # eval mode, gradients off unless loaded with frozen=False
     family: str
     config: Any  # the family's config dataclass
     vocabularies: dict  # name -> seqviz.text.Vocab: "tokens" for classifiers, "src" and "tgt" for translators
-    meta: dict  # the whole JSON
+    meta: dict  # the whole JSON document
+    fingerprint: str = ""  # fingerprint() of the file it was loaded from
 
     @property
     def labels(self) -> tuple[str, ...] | None:
@@ -68,6 +77,38 @@ class Checkpoint:
     @property
     def metrics(self) -> dict:
         return self.meta.get("metrics") or {}
+
+    @property
+    def translates(self) -> bool:
+        """True for a translator (source and target vocabularies), False for a classifier."""
+        return "src" in self.vocabularies
+
+    @property
+    def input_vocab(self):
+        """The vocabulary the model reads a typed sentence with: "src" for translators, "tokens" otherwise."""
+        return self.vocabularies["src" if self.translates else "tokens"]
+
+    def classify(self, tokens):
+        """A classifier's reading of one tokenized sentence: :class:`seqviz.traces.ClassifierTrace`."""
+        return self.model.trace(list(tokens), self.vocabularies["tokens"])
+
+    def gates(self, tokens):
+        """The LSTM's gates on the sentence (a translator's: its encoder's): :class:`~seqviz.traces.LSTMGateTrace`."""
+        return self.model.gate_trace(list(tokens), self.input_vocab)
+
+    def self_attention(self, tokens):
+        """A transformer classifier's attention, every layer and head: :class:`~seqviz.traces.SelfAttentionTrace`."""
+        return self.model.attention_trace(list(tokens), self.vocabularies["tokens"])
+
+    def translation(self, tokens, max_len: int | None = None):
+        """A translator's greedy translation and attention (at most seqviz.limits.output_limit words)."""
+        src, tgt = self.vocabularies["src"], self.vocabularies["tgt"]
+        return self.model.trace(src.encode(list(tokens)), src, tgt, max_len=max_len)
+
+
+def fingerprint(data: bytes) -> str:
+    """sha256 (hex) of a checkpoint file's bytes: the name of the model in every cache."""
+    return hashlib.sha256(bytes(data)).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -98,13 +139,6 @@ def model_arrays(model) -> dict[str, np.ndarray]:
     return arrays
 
 
-def weights_bytes(model) -> bytes:
-    """The safetensors bytes of the model's weights: no metadata, no timestamps, same weights -> same bytes."""
-    from safetensors.numpy import save
-
-    return save(model_arrays(model))
-
-
 def meta_document(model, meta: dict) -> dict:
     """The JSON document describing ``model``; ``meta`` adds task, seed, vocabularies, metrics and so on."""
     from seqviz.models import family_of, num_parameters
@@ -113,6 +147,8 @@ def meta_document(model, meta: dict) -> dict:
     clash = reserved & set(meta)
     if clash:
         raise ValueError(f"meta may not set {sorted(clash)}: they are taken from the model")
+    if "vocabularies" not in meta:
+        raise ValueError("a checkpoint needs its vocabularies: meta['vocabularies']")
     document = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -126,106 +162,195 @@ def meta_document(model, meta: dict) -> dict:
     return _json_ready(document)
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def dumps(model, meta: dict) -> tuple[bytes, bytes]:
-    """The two files of a checkpoint as bytes (weights, JSON): what :func:`save` writes, or a download offers.
+def dumps(model, meta: dict) -> bytes:
+    """The checkpoint file as bytes: what :func:`save` writes, or a download offers.
 
     ``meta`` holds at least ``vocabularies`` ({name: Vocab or list of words}); usually also ``task``,
-    ``seed``, ``steps``, ``train_seconds``, ``train`` and ``metrics``.
+    ``seed``, ``steps``, ``train`` and ``metrics``. Deterministic: the same weights and meta give the same
+    bytes, so leave volatile values (training seconds) out of ``meta`` when that matters.
     """
-    if "vocabularies" not in meta:
-        raise ValueError("a checkpoint needs its vocabularies: meta['vocabularies']")
-    text = json.dumps(meta_document(model, meta), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
-    return weights_bytes(model), text.encode("utf-8")
+    from safetensors.numpy import save as save_arrays
+
+    text = json.dumps(meta_document(model, meta), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if len(text.encode("utf-8")) > MAX_JSON_BYTES:
+        raise ValueError(f"the checkpoint's description is larger than {MAX_JSON_BYTES // 2**20} MB")
+    return save_arrays(model_arrays(model), metadata={METADATA_KEY: text})
 
 
-def save(path_stem: str | os.PathLike, model, meta: dict) -> tuple[Path, Path]:
-    """Write ``STEM.safetensors`` and ``STEM.json`` (see :func:`dumps`); returns their paths."""
-    weights, document = dumps(model, meta)
-    stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    weights_path, json_path = stem.with_name(stem.name + ".safetensors"), stem.with_name(stem.name + ".json")
-    _write_atomically(weights_path, weights)
-    _write_atomically(json_path, document)
-    return weights_path, json_path
+def save(path: str | os.PathLike, model, meta: dict) -> Path:
+    """Write the checkpoint to ``path`` (".safetensors" added when missing), atomically; returns the path."""
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        path = path.with_name(path.name + ".safetensors")
+    data = dumps(model, meta)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading: the header, then the document, then the weights
+
+
+_NOT_SAFETENSORS = "The file is not a safetensors file (seqviz never opens pickled or other formats)."
+
+
+def _header_size(prefix: bytes, total: int) -> int:
+    if len(prefix) < 8 or total < 10:
+        raise CheckpointError(_NOT_SAFETENSORS)
+    (size,) = struct.unpack("<Q", prefix[:8])
+    if size < 2 or size > MAX_HEADER_BYTES or size > total - 8:
+        raise CheckpointError(_NOT_SAFETENSORS)
+    return size
+
+
+def _parse_header(raw: bytes) -> dict:
+    try:
+        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise CheckpointError(_NOT_SAFETENSORS) from None
+    if not isinstance(header, dict):
+        raise CheckpointError(_NOT_SAFETENSORS)
+    return header
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a JSON object repeats a key")
+    return dict(pairs)
+
+
+def _header_of(data: bytes) -> tuple[dict, int]:
+    """The safetensors header of a whole file's bytes, and its size."""
+    if len(data) > MAX_FILE_BYTES:
+        raise CheckpointError(f"The file is larger than {MAX_FILE_BYTES // 2**20} MB, too large for a seqviz model.")
+    size = _header_size(data[:8], len(data))
+    return _parse_header(data[8 : 8 + size]), size
+
+
+def _document_of(header: dict) -> dict:
+    """The seqviz document in a safetensors header, checked for the format and every common field."""
+    metadata = header.get("__metadata__")
+    text = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
+    if not isinstance(text, str):
+        raise CheckpointError("The file is a safetensors file but not a seqviz checkpoint (no seqviz description).")
+    return parse_meta(text)
+
+
+def read_meta(source: bytes | str | os.PathLike) -> dict:
+    """The checkpoint's JSON document (family, config, task, metrics...), from the header only; no torch.
+
+    ``source`` is the file's bytes or its path (then only the header is read from disk).
+    """
+    if isinstance(source, bytes | bytearray | memoryview):
+        header, _ = _header_of(bytes(source))
+        return _document_of(header)
+    path = Path(source)
+    try:
+        total = path.stat().st_size
+        if total > MAX_FILE_BYTES:
+            raise CheckpointError(f"{path.name} is larger than {MAX_FILE_BYTES // 2**20} MB: not a seqviz model.")
+        with path.open("rb") as file:
+            size = _header_size(file.read(8), total)
+            raw = file.read(size)
+    except OSError as error:
+        raise CheckpointError(f"{path.name} cannot be read ({error.strerror or error}).") from None
+    return _document_of(_parse_header(raw))
+
+
+def parse_meta(text: str | bytes) -> dict:
+    """The JSON document, checked for the format and the fields every checkpoint has (no torch needed)."""
+    if len(text) > MAX_JSON_BYTES:
+        raise CheckpointError(f"The checkpoint's description is larger than {MAX_JSON_BYTES // 2**20} MB.")
+    try:
+        meta = json.loads(text, object_pairs_hook=_no_duplicates)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise CheckpointError(f"The checkpoint's description is not valid JSON ({str(error)[:80]}).") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError('The checkpoint\'s description is not a seqviz one (no "format": "seqviz-checkpoint").')
+    if _depth(meta) > MAX_JSON_DEPTH:
+        raise CheckpointError(f"The checkpoint's description is nested more than {MAX_JSON_DEPTH} levels deep.")
+    version = meta.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CheckpointError("The checkpoint's description has no valid format_version.")
+    if version != FORMAT_VERSION:
+        raise CheckpointError(
+            f"The checkpoint uses format version {version:.0f}; this seqviz reads version {FORMAT_VERSION}."
+            if abs(version) < 10**6 else "The checkpoint's format_version is not one seqviz knows.")
+    required = {"family": str, "config": dict, "vocabularies": dict}
+    optional = {"task": str, "seed": int, "data_seed": int, "steps": int, "params": int, "train_seconds": (int, float),
+                "final_loss": (int, float), "metrics": dict, "train": dict, "labels": list, "name": str,
+                "description": str, "task_options": dict}
+    for key in required:
+        if key not in meta:
+            raise CheckpointError(f"The checkpoint's description has no {key!r} field.")
+    for key, kind in {**required, **optional}.items():
+        value = meta.get(key)
+        if value is None and key in optional:
+            continue
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CheckpointError(f"The checkpoint's field {key!r} has the wrong type ({type(value).__name__}).")
+    for key in ("family", "task", "name", "description"):
+        if isinstance(meta.get(key), str) and len(meta[key]) > 500:
+            raise CheckpointError(f"The checkpoint's field {key!r} is longer than 500 characters.")
+    return meta
+
+
+def _depth(value) -> int:
+    """How deeply lists and objects nest in a parsed JSON value (iterative: no recursion limit to hit)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            level += 1
+            deepest = max(deepest, level)
+            if level > MAX_JSON_DEPTH:
+                return level
+            stack.extend((child, level) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Loading: validate, then build
 
 
-def load(path_stem: str | os.PathLike, frozen: bool = True) -> Checkpoint:
-    """Load ``STEM.safetensors`` + ``STEM.json`` (``STEM`` may also name either file)."""
-    stem = Path(path_stem)
-    if stem.suffix in (".json", ".safetensors"):
-        stem = stem.with_suffix("")
-    weights_path, json_path = stem.with_name(stem.name + ".safetensors"), stem.with_name(stem.name + ".json")
-    for path, limit in ((weights_path, MAX_WEIGHTS_BYTES), (json_path, MAX_JSON_BYTES)):
-        if not path.is_file():
-            raise CheckpointError(f"{path.name} is missing: a checkpoint is a .safetensors file and a .json file.")
-        if path.stat().st_size > limit:
-            raise CheckpointError(f"{path.name} is larger than {limit // 2**20} MB, too large for a seqviz model.")
-    return load_bytes(weights_path.read_bytes(), json_path.read_bytes(), frozen=frozen)
+def load(path: str | os.PathLike, frozen: bool = True) -> Checkpoint:
+    """Load the checkpoint file at ``path`` (".safetensors" added when the path lacks it)."""
+    path = Path(path)
+    if not path.is_file() and path.suffix != ".safetensors":
+        path = path.with_name(path.name + ".safetensors")
+    if not path.is_file():
+        raise CheckpointError(f"{path.name} is missing: there is no checkpoint file at {path}.")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise CheckpointError(f"{path.name} is larger than {MAX_FILE_BYTES // 2**20} MB, too large for a seqviz model.")
+    return load_bytes(path.read_bytes(), frozen=frozen)
 
 
-def load_bytes(weights: bytes, meta_json: bytes | str, frozen: bool = True) -> Checkpoint:
-    """Load a checkpoint from the two files' contents (an upload, say), validating everything first."""
-    if len(weights) > MAX_WEIGHTS_BYTES:
-        raise CheckpointError(f"The weights file is larger than {MAX_WEIGHTS_BYTES // 2**20} MB.")
-    meta = parse_meta(meta_json)
-    family, _, model_class, config = _config_from_meta(meta)
+def load_bytes(data: bytes, frozen: bool = True) -> Checkpoint:
+    """Load a checkpoint from its file's bytes (an upload, say), validating everything first."""
+    data = bytes(data)
+    header, header_size = _header_of(data)
+    meta = _document_of(header)
+    family, config = _config_from_meta(meta)
     vocabularies = _vocabularies_from_meta(meta, config)
     expected = _expected_tensors(family, config)
-    arrays = _read_weights(weights, expected)
-    model = _build_with(model_class, config, arrays)
+    arrays = _read_weights(data, header, header_size, expected)
+    model = _build_with(family, config, arrays)
     model.eval()
     if frozen:
         model.requires_grad_(False)
-    return Checkpoint(model=model, family=family, config=config, vocabularies=vocabularies, meta=meta)
-
-
-def parse_meta(meta_json: bytes | str) -> dict:
-    """The JSON document, checked for the format and the fields every checkpoint has (no torch needed)."""
-    if len(meta_json) > MAX_JSON_BYTES:
-        raise CheckpointError(f"The JSON file is larger than {MAX_JSON_BYTES // 2**20} MB: not a seqviz checkpoint.")
-    try:
-        text = meta_json.decode("utf-8") if isinstance(meta_json, bytes | bytearray) else meta_json
-        meta = json.loads(text)
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise CheckpointError(f"The JSON file is not valid JSON text ({error}).") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(
-            'The JSON file is not a seqviz checkpoint description (no "format": "seqviz-checkpoint").'
-        )
-    version = meta.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise CheckpointError("The checkpoint's JSON has no valid format_version.")
-    if version != FORMAT_VERSION:
-        raise CheckpointError(
-            f"The checkpoint uses format version {version}; this seqviz reads version {FORMAT_VERSION}."
-        )
-    required = {"family": str, "config": dict, "vocabularies": dict}
-    optional = {"task": str, "seed": int, "data_seed": int, "steps": int, "params": int, "train_seconds": (int, float),
-                "metrics": dict, "train": dict, "labels": list, "name": str}
-    for key in required:
-        if key not in meta:
-            raise CheckpointError(f"The checkpoint's JSON has no {key!r} field.")
-    for key, kind in {**required, **optional}.items():
-        value = meta.get(key)
-        if value is None and key in optional:
-            continue
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise CheckpointError(f"The checkpoint's JSON field {key!r} has the wrong type ({type(value).__name__}).")
-    return meta
+    return Checkpoint(model=model, family=family, config=config, vocabularies=vocabularies, meta=meta,
+                      fingerprint=fingerprint(data))
 
 
 def _config_from_meta(meta: dict):
-    from seqviz.models import FAMILIES, SEQ2SEQ_KINDS
+    from seqviz.models import FAMILIES
 
     family = meta["family"]
     if family not in FAMILIES:
@@ -233,22 +358,21 @@ def _config_from_meta(meta: dict):
             f"The checkpoint is for a model family seqviz does not know ({family[:40]!r}); "
             f"known families: {', '.join(FAMILIES)}."
         )
-    config_class, model_class = FAMILIES[family]
+    config_class = FAMILIES[family].config_class
     fields = {f.name: f for f in dataclasses.fields(config_class)}
     given = meta["config"]
     unknown, missing = sorted(set(given) - set(fields)), sorted(set(fields) - set(given))
     if unknown or missing:
-        parts = ([f"unknown fields {unknown}"] if unknown else []) + ([f"missing fields {missing}"] if missing else [])
-        raise CheckpointError(f"The {family} config does not match this seqviz: {'; '.join(parts)}.")
+        parts = [f"unknown fields {unknown[:5]}"] if unknown else []
+        parts += [f"missing fields {missing}"] if missing else []
+        raise CheckpointError(f"The {family} config does not match this seqviz: {'; '.join(parts)}."[:300])
     hints = typing.get_type_hints(config_class)
     values = {name: _check_config_value(family, name, hints.get(name), given[name]) for name in fields}
     try:
         config = config_class(**values)
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"The {family} config is not valid: {error}") from None
-    if family in SEQ2SEQ_KINDS and getattr(config, "kind", family) != family:
-        raise CheckpointError(f"The checkpoint says family {family!r} but its config has kind {config.kind!r}.")
-    return family, config_class, model_class, config
+    return family, config
 
 
 def _check_config_value(family: str, name: str, hint, value):
@@ -299,11 +423,14 @@ def _vocabularies_from_meta(meta: dict, config) -> dict:
     from seqviz.text import Vocab
 
     vocabularies = {}
+    if len(meta["vocabularies"]) > 4:
+        raise CheckpointError("The checkpoint has more vocabularies than any seqviz model reads.")
     for name, items in meta["vocabularies"].items():
         try:
             vocabularies[name] = Vocab.from_json(items)
         except (ValueError, TypeError, KeyError) as error:
-            raise CheckpointError(f"The checkpoint's vocabulary {name!r} is not valid: {error}") from None
+            raise CheckpointError(
+                f"The checkpoint's vocabulary {name[:40]!r} is not valid: {str(error)[:120]}") from None
     sizes = {"vocab_size": "tokens", "src_vocab_size": "src", "tgt_vocab_size": "tgt"}
     for field, name in sizes.items():
         if hasattr(config, field):
@@ -326,14 +453,17 @@ def _expected_tensors(family: str, config) -> dict[str, tuple[str, tuple[int, ..
 
     from seqviz.models import FAMILIES
 
-    model_class = FAMILIES[family][1]
+    model_class = FAMILIES[family].model_class
     if hasattr(model_class, "expected_shapes"):  # numpy models
         return {name: ("F32", shape) for name, shape in model_class.expected_shapes(config).items()}
     try:
-        with torch.device("meta"):
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
             skeleton = model_class(config)
     except Exception as error:  # a config the model refuses
-        raise CheckpointError(f"A {family} model cannot be built from this config: {error}") from None
+        raise CheckpointError(f"A {family} model cannot be built from this config: {str(error)[:160]}") from None
+    if getattr(skeleton, "family", family) != family:
+        raise CheckpointError(f"The checkpoint says family {family!r} but its config builds a "
+                              f"{skeleton.family!r} model.")
     expected = {}
     for name, tensor in skeleton.state_dict().items():
         dtype = _SAFETENSORS_DTYPES.get(str(tensor.dtype).removeprefix("torch."), str(tensor.dtype))
@@ -344,59 +474,50 @@ def _expected_tensors(family: str, config) -> dict[str, tuple[str, tuple[int, ..
     return expected
 
 
-def _read_weights(data: bytes, expected: dict[str, tuple[str, tuple[int, ...]]]) -> dict[str, np.ndarray]:
+def _read_weights(
+    data: bytes, header: dict, header_size: int, expected: dict[str, tuple[str, tuple[int, ...]]]
+) -> dict[str, np.ndarray]:
     """The weights as numpy arrays, after checking the safetensors header against ``expected``."""
-    if len(data) > MAX_WEIGHTS_BYTES:
-        raise CheckpointError(f"The weights file is larger than {MAX_WEIGHTS_BYTES // 2**20} MB.")
-    not_safetensors = CheckpointError(
-        "The weights file is not a safetensors file (seqviz never opens pickled or other formats)."
-    )
-    if len(data) < 8:
-        raise not_safetensors
-    (header_size,) = struct.unpack("<Q", data[:8])
-    if header_size > min(MAX_HEADER_BYTES, len(data) - 8):
-        raise not_safetensors
-    try:
-        header = json.loads(data[8 : 8 + header_size].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise not_safetensors from None
-    if not isinstance(header, dict):
-        raise not_safetensors
-    header.pop("__metadata__", None)
-    names, wanted = set(header), set(expected)
+    tensors = {name: entry for name, entry in header.items() if name != "__metadata__"}
+    names, wanted = set(tensors), set(expected)
     if names != wanted:
         missing, extra = sorted(wanted - names), sorted(names - wanted)
-        parts = ([f"missing {missing[:5]}"] if missing else []) + ([f"unexpected {extra[:5]}"] if extra else [])
+        parts = ([f"missing {missing[:5]}"] if missing else []) + ([f"unexpected {[n[:40] for n in extra[:5]]}"]
+                                                                    if extra else [])
         raise CheckpointError(f"The weights do not belong to this model: {'; '.join(parts)}.")
     end = 0
-    for name, entry in header.items():
+    for name, entry in tensors.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("shape"), list):
-            raise not_safetensors
+            raise CheckpointError(_NOT_SAFETENSORS)
         dtype, shape = expected[name]
-        if entry.get("dtype") != dtype or tuple(entry["shape"]) != shape:
+        if entry.get("dtype") != dtype or entry["shape"] != list(shape):
             raise CheckpointError(
-                f"The weights do not belong to this model: {name} is {entry.get('dtype')} "
-                f"{tuple(entry['shape'])}, the model needs {dtype} {shape}."
+                f"The weights do not belong to this model: {name} is {str(entry.get('dtype'))[:10]} "
+                f"{tuple(entry['shape'][:8])}, the model needs {dtype} {shape}."
             )
         offsets = entry.get("data_offsets")
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)):
-            raise not_safetensors
+        if not (isinstance(offsets, list) and len(offsets) == 2
+                and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)):
+            raise CheckpointError(_NOT_SAFETENSORS)
         end = max(end, offsets[1])
     if 8 + header_size + end != len(data):
-        raise CheckpointError("The weights file is truncated or has extra bytes: it is damaged.")
+        raise CheckpointError("The file is truncated or has extra bytes: it is damaged.")
     try:
-        from safetensors.numpy import load
+        from safetensors.numpy import load as load_arrays
 
-        arrays = load(bytes(data))
-    except Exception:  # safetensors' own checks (offsets, overlaps, alignment)
-        raise not_safetensors from None
+        arrays = load_arrays(data)
+    except Exception:  # safetensors' own checks (offsets, overlaps, sizes)
+        raise CheckpointError(_NOT_SAFETENSORS) from None
     for name, array in arrays.items():
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise CheckpointError(f"The weights contain NaN or infinite numbers (in {name}).")
     return arrays
 
 
-def _build_with(model_class, config, arrays: dict[str, np.ndarray]):
+def _build_with(family: str, config, arrays: dict[str, np.ndarray]):
+    from seqviz.models import FAMILIES
+
+    model_class = FAMILIES[family].model_class
     if hasattr(model_class, "expected_shapes"):
         model = model_class(config)
         model.load_state_dict(arrays)
@@ -409,5 +530,5 @@ def _build_with(model_class, config, arrays: dict[str, np.ndarray]):
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as error:  # already checked above; kept as a last line of defence
-        raise CheckpointError(f"The weights do not fit the model: {error}") from None
+        raise CheckpointError(f"The weights do not fit the model: {str(error)[:160]}") from None
     return model

@@ -10,6 +10,11 @@ numbers go into a checkpoint's JSON:
   most 30 tokens and of at least 25, and the chapter's six pairs;
 - ``memory``: accuracy per distance between the word to remember and the end, 1 .. 60.
 
+Each task class also reads its own metrics without generating any data: ``TASKS[name].summary(metrics)``
+gives the few numbers that say whether a model reached its target, ``TASKS[name].describe(metrics)`` one
+line of them for people (the command line, assets/models/README.md), ``TASKS[name].label_names()`` its
+classes.
+
 Batches are dicts of tensors, padded with ``<pad>`` = 0:
 classification ``{"ids": (B, T), "lengths": (B,), "labels": (B,)}``;
 translation ``{"src": (B, T), "src_lengths": (B,), "tgt": (B, U + 2)}`` with tgt = <bos> ... <eos> <pad>..
@@ -23,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from seqviz.limits import output_limit
 from seqviz.text import BOS, EOS, Vocab, tokenize
 
 DATA_SEED = 0  # the seed of the shipped data splits; a model's own seed only drives its training
@@ -72,6 +78,25 @@ class Task:
     def headline(self, metrics: dict) -> float:
         """The one number a progress bar shows."""
         raise NotImplementedError
+
+    @classmethod
+    def label_names(cls) -> tuple[str, ...] | None:
+        """The classes a model of this task answers with (None: it translates); no data generated."""
+        return None
+
+    @classmethod
+    def summary(cls, metrics: dict) -> dict:
+        """The few held-out numbers that tell whether a model reached its target."""
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls, metrics: dict) -> str:
+        """:meth:`summary` in one line, for people."""
+        raise NotImplementedError
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
 
 
 class _ClassificationTask(Task):
@@ -137,6 +162,22 @@ class EmailTask(_ClassificationTask):
     def headline(self, metrics: dict) -> float:
         return metrics["test_accuracy"]
 
+    @classmethod
+    def label_names(cls) -> tuple[str, ...]:
+        from seqviz.data.emails import LABELS
+
+        return tuple(LABELS)
+
+    @classmethod
+    def summary(cls, metrics: dict) -> dict:
+        return {k: metrics.get(k) for k in ("test_accuracy", "twins_accuracy", "twins_same_prediction")}
+
+    @classmethod
+    def describe(cls, metrics: dict) -> str:
+        m = cls.summary(metrics)
+        return (f"test {_pct(m['test_accuracy'])}, twins {_pct(m['twins_accuracy'])} "
+                f"(same answer for both twins: {_pct(m['twins_same_prediction'])})")
+
 
 class MemoryTask(_ClassificationTask):
     """Say which word came first, after ``distance`` distractors: can a model learn N steps back matters?
@@ -192,6 +233,23 @@ class MemoryTask(_ClassificationTask):
     def headline(self, metrics: dict) -> float:
         return metrics["accuracy_at_20"]
 
+    SUMMARY_DISTANCES = (1, 5, 10, 20, 40, 60)
+
+    @classmethod
+    def label_names(cls) -> tuple[str, ...]:
+        from seqviz.data.memory import CLASSES
+
+        return tuple(CLASSES)
+
+    @classmethod
+    def summary(cls, metrics: dict) -> dict:
+        by_distance = metrics.get("accuracy_by_distance") or {}
+        return {f"accuracy_at_{d}": by_distance.get(str(d)) for d in cls.SUMMARY_DISTANCES}
+
+    @classmethod
+    def describe(cls, metrics: dict) -> str:
+        return ", ".join(f"d={k.rsplit('_', 1)[1]}: {_pct(v)}" for k, v in cls.summary(metrics).items())
+
 
 def token_matches(output: Sequence[str], reference: Sequence[str]) -> tuple[int, int]:
     """(positions where output and reference agree, max of the two lengths): a length mismatch costs."""
@@ -234,7 +292,9 @@ class TranslationTask(Task):
         }
 
     def translate(self, model, sources: Sequence[Sequence[str]], batch_size: int = 128) -> list[list[str]]:
-        """Greedy translations (tokens) of tokenized English sentences, in batches of similar length."""
+        """Greedy translations (tokens) of tokenized English sentences, in batches of similar length.
+
+        Each is decoded to at most ``seqviz.limits.output_limit`` (its source length) words."""
         encoded = [self.src_vocab.encode(list(s)) for s in sources]
         order = np.argsort([len(s) for s in encoded], kind="stable")
         outputs: list[list[str]] = [[] for _ in sources]
@@ -242,9 +302,9 @@ class TranslationTask(Task):
             for start in range(0, len(order), batch_size):
                 chunk = order[start : start + batch_size]
                 src, src_lengths = pad_batch([encoded[i] for i in chunk])
-                max_len = 2 * int(src_lengths.max()) + 10
-                for i, ids in zip(chunk, model.translate(src, src_lengths, max_len), strict=True):
-                    outputs[i] = self.tgt_vocab.decode(list(ids))
+                longest = output_limit(int(src_lengths.max()))
+                for i, ids in zip(chunk, model.translate(src, src_lengths, longest), strict=True):
+                    outputs[i] = self.tgt_vocab.decode(list(ids)[: output_limit(len(encoded[i]))])
         return outputs
 
     def evaluate(self, model) -> dict:
@@ -295,8 +355,27 @@ class TranslationTask(Task):
     def headline(self, metrics: dict) -> float:
         return metrics["exact_match_le30"]
 
+    @classmethod
+    def summary(cls, metrics: dict) -> dict:
+        keys = ("exact_match_le30", "token_accuracy_le30", "exact_match_ge25", "chapter_pairs_exact")
+        return {k: metrics.get(k) for k in keys}
+
+    @classmethod
+    def describe(cls, metrics: dict) -> str:
+        m = cls.summary(metrics)
+        pairs = "–" if m["chapter_pairs_exact"] is None else m["chapter_pairs_exact"]
+        return (f"exact ≤30 tokens {_pct(m['exact_match_le30'])} (tokens {_pct(m['token_accuracy_le30'])}), "
+                f"exact ≥25 tokens {_pct(m['exact_match_ge25'])}, chapter pairs {pairs}/6")
+
 
 TASKS: dict[str, type[Task]] = {"emails": EmailTask, "memory": MemoryTask, "translation": TranslationTask}
+
+
+def task_labels(name: str) -> tuple[str, ...] | None:
+    """The classes a model of task ``name`` answers with (None for translation), without generating data."""
+    if name not in TASKS:
+        raise KeyError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
+    return TASKS[name].label_names()
 
 
 def make_task(name: str, seed: int = DATA_SEED, vocabularies: dict[str, Vocab] | None = None, **options) -> Task:

@@ -5,10 +5,13 @@ one AdamW step on gradients whose global norm is clipped to ``clip`` (Pascanu et
 tames exploding gradients; it cannot bring back vanished ones). The learning rate warms up linearly
 and then follows a cosine down to ``min_lr_ratio`` of its peak (or stays constant).
 
-Deterministic on CPU: the same model, task, config and seed give the same weights, bit for bit
-(fixed seeds, ``torch.use_deterministic_algorithms``, a fixed number of threads during training).
-No prints: progress goes to a callback, and a ``stop`` callable (or ``threading.Event``) is checked
-between steps. The bag-of-words model is fitted by counting, in one step.
+Deterministic on CPU: the same model, task, config and seed give the same weights, bit for bit.
+Batches come from a local numpy Generator seeded with ``config.seed``; dropout masks (and the
+transformer translator's position shifts) from torch's generator seeded inside
+``torch.random.fork_rng``, so the caller's random state is the same after training as before. The loop
+changes no process-wide setting: threads and deterministic mode are set once per process by
+:func:`seqviz.runtime.configure_torch`. No prints: progress goes to a callback, and a ``stop`` callable
+(or ``threading.Event``) is checked between steps. The bag-of-words model is fitted by counting, in one step.
 """
 
 from __future__ import annotations
@@ -35,8 +38,7 @@ class TrainConfig:
     warmup: int = 100  # steps of linear warm-up from 0 to lr
     schedule: str = "cosine"  # "cosine" decays to min_lr_ratio·lr at the last step; "constant" keeps lr
     min_lr_ratio: float = 0.1  # where the cosine ends, as a fraction of lr
-    seed: int = 0  # drives batches, dropout and (via seed_everything before building) the initial weights
-    threads: int | None = 1  # torch threads during training (None: leave as is); 1 keeps runs reproducible
+    seed: int = 0  # drives batches and dropout (the initial weights are seeded where the model is built)
 
     def __post_init__(self):
         if self.steps < 0 or self.batch_size < 1 or self.lr <= 0 or self.clip < 0 or self.warmup < 0:
@@ -61,11 +63,6 @@ class TrainResult:
     seconds: float  # wall-clock seconds spent training
     final_loss: float  # the loss of the last step (nan if no step ran)
     stopped: bool  # True if ``stop`` ended training early
-
-
-def seed_everything(seed: int) -> None:
-    """Seed torch's global generator (initial weights, dropout); batches use their own numpy generator."""
-    torch.manual_seed(seed)
 
 
 def learning_rate(step: int, config: TrainConfig) -> float:
@@ -104,21 +101,15 @@ def train(
     """
     if hasattr(model, "fit"):  # bag of words: counting is its whole training
         return _fit_counts(model, task, progress)
-    previous_threads = torch.get_num_threads()
-    previous_deterministic = torch.are_deterministic_algorithms_enabled()
-    if config.threads is not None:
-        torch.set_num_threads(config.threads)
-    torch.use_deterministic_algorithms(True)
     try:
-        return _train_steps(model, task, config, progress, stop, eval_every)
+        with torch.random.fork_rng(devices=[]):  # the caller's random state comes back untouched
+            torch.manual_seed(config.seed)  # dropout masks
+            return _train_steps(model, task, config, progress, stop, eval_every)
     finally:
-        torch.use_deterministic_algorithms(previous_deterministic)
-        torch.set_num_threads(previous_threads)
         model.eval()
 
 
 def _train_steps(model, task, config, progress, stop, eval_every) -> TrainResult:
-    seed_everything(config.seed)  # dropout masks
     rng = np.random.default_rng(config.seed)  # batches
     decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]

@@ -1,9 +1,9 @@
 """The shipped models: every name, what it is, how it is trained, and where its checkpoint lives.
 
 Each model of the zoo is a :class:`ZooEntry` (family, task, config, training hyperparameters, seed);
-``python -m seqviz train`` rebuilds its checkpoint in ``assets/models/`` with the one training loop.
-Reading a model's metadata (:func:`metadata`) needs only its JSON, so a page can show the measured
-numbers without importing torch; :func:`load` builds the model itself.
+``python -m seqviz train`` rebuilds its checkpoint, one file ``assets/models/NAME.safetensors``, with the
+one training loop. Reading a model's metadata (:func:`metadata`) reads only the file's header, so a page
+can show the measured numbers without importing torch; :func:`load` builds the model itself.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
 
 @dataclass(frozen=True)
 class ZooEntry:
-    name: str  # the file stem in assets/models/ and the name pages use
+    name: str  # the file name in assets/models/ (NAME.safetensors) and the name pages use
     family: str  # a key of seqviz.models.FAMILIES
     task: str  # a key of seqviz.tasks.TASKS
     description: str  # one line for tables and pickers
@@ -36,7 +36,7 @@ _MEMORY_TRAIN = {"steps": 2000, "batch_size": 64, "lr": 3e-3, "warmup": 100, "cl
 # distances last (its gradient through many steps is the weakest), the gated ones learn them at once.
 _MEMORY_OPTIONS: dict[str, Any] = {}
 _MEMORY_CURVE = (100, 200, 300, 400, 500, 750, 1000, 1500, 2000)
-# seqviz.models.seq2seq.RECOMMENDED_TRAINING: the same budget for plain and the attention models, so
+# The same budget for plain and the attention models, so
 # plain's fall-off with length is the bottleneck's doing, not a smaller training run.
 _SEQ2SEQ_TRAIN = {"steps": 3000, "batch_size": 64, "lr": 3e-3, "warmup": 100, "clip": 1.0}
 # hidden 64 per direction: measured by helper "seq2seq" to reach the targets (additive and dot exact on
@@ -72,7 +72,7 @@ ENTRIES: tuple[ZooEntry, ...] = (
              config={**_SEQ2SEQ, "kind": "dot"}, train=_SEQ2SEQ_TRAIN),
     ZooEntry("transformer-translator", "transformer-seq2seq", "translation",
              "encoder-decoder transformer: self- and cross-attention, no recurrence",
-             # seqviz.models.transformer_seq2seq's defaults and RECOMMENDED_TRAINING (random position shift 40)
+             # seqviz.models.transformer_seq2seq's defaults (random position shift 40)
              config={"d_model": 64, "n_heads": 4, "enc_layers": 2, "dec_layers": 2, "d_ff": 256, "dropout": 0.0,
                      "max_position_shift": 40},
              train={"steps": 3000, "batch_size": 64, "lr": 2e-3, "warmup": 200, "clip": 1.0}),
@@ -93,27 +93,30 @@ def entry(name: str) -> ZooEntry:
     return ZOO[name]
 
 
-def paths(name: str, directory: Path | None = None) -> tuple[Path, Path]:
-    """(weights, json) paths of a shipped model."""
+def path(name: str, directory: Path | None = None) -> Path:
+    """The checkpoint file of a shipped model: ``assets/models/NAME.safetensors``."""
     directory = Path(directory) if directory is not None else ASSETS_DIR
-    return directory / f"{entry(name).name}.safetensors", directory / f"{name}.json"
+    return directory / f"{entry(name).name}.safetensors"
 
 
 def available(directory: Path | None = None) -> list[str]:
-    """The zoo's names whose two checkpoint files exist."""
-    return [name for name in NAMES if all(p.is_file() for p in paths(name, directory))]
+    """The zoo's names whose checkpoint file exists, in the zoo's order."""
+    return [name for name in NAMES if path(name, directory).is_file()]
 
 
 def metadata(name: str, directory: Path | None = None) -> dict:
-    """A shipped model's JSON (family, config, task, params, train seconds, metrics...), read without torch."""
-    _, json_path = paths(name, directory)
-    if not json_path.is_file():
+    """A shipped model's JSON document (family, config, task, params, train seconds, metrics...), read from
+    its file's header without torch; CheckpointError if the file is damaged."""
+    from seqviz.checkpoints import read_meta
+
+    file = path(name, directory)
+    if not file.is_file():
         raise FileNotFoundError(f"the zoo model {name!r} has not been trained yet: run `python -m seqviz train {name}`")
-    return json.loads(json_path.read_text(encoding="utf-8"))
+    return read_meta(file)
 
 
 def all_metadata(directory: Path | None = None) -> dict[str, dict]:
-    """name -> JSON of every shipped model that exists."""
+    """name -> JSON document of every shipped model that exists."""
     return {name: metadata(name, directory) for name in available(directory)}
 
 
@@ -121,8 +124,7 @@ def load(name: str, directory: Path | None = None):
     """The shipped model ``name`` as a :class:`seqviz.checkpoints.Checkpoint` (eval mode, gradients off)."""
     from seqviz import checkpoints
 
-    weights_path, _ = paths(name, directory)
-    return checkpoints.load(weights_path.with_suffix(""))
+    return checkpoints.load(path(name, directory))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -139,16 +141,15 @@ def make_task(name: str, vocabularies=None):
 
 def build(name: str, task=None):
     """A freshly initialised model of the zoo entry ``name`` (seeded: the same weights every time)."""
-    from seqviz.models import FAMILIES
+    import torch
+
     from seqviz.models import build as build_family
-    from seqviz.train import seed_everything
 
     spec = entry(name)
     task = task if task is not None else make_task(name)
-    config_class = FAMILIES[spec.family][0]
-    config = config_class(**{**spec.config, **task.model_fields()})
-    seed_everything(spec.seed)
-    return build_family(spec.family, config)
+    with torch.random.fork_rng(devices=[]):  # the initial weights, seeded; the caller's random state untouched
+        torch.manual_seed(spec.seed)
+        return build_family(spec.family, {**spec.config, **task.model_fields()})
 
 
 def train_config(name: str):
@@ -159,7 +160,7 @@ def train_config(name: str):
 
 
 def train_and_save(name: str, directory: Path | None = None, progress=None, stop=None) -> dict:
-    """Train the zoo model ``name`` from scratch, evaluate it on held-out data, save it; returns its JSON."""
+    """Train the zoo model ``name`` from scratch, evaluate it on held-out data, save it; returns its document."""
     from seqviz import checkpoints
     from seqviz.tasks import DATA_SEED
     from seqviz.train import train
@@ -197,8 +198,7 @@ def train_and_save(name: str, directory: Path | None = None, progress=None, stop
         "vocabularies": task.vocabularies,
         "metrics": metrics,
     }
-    weights_path, _ = paths(name, directory)
-    checkpoints.save(weights_path.with_suffix(""), model, meta)
+    checkpoints.save(path(name, directory), model, meta)
     return metadata(name, directory)
 
 
@@ -206,9 +206,10 @@ def train_with_log(name: str, directory: str | Path | None = None, log_every: in
     """Train and save one zoo model with one torch thread, logging to stderr (the command line's worker)."""
     import sys
 
-    import torch
+    from seqviz.runtime import configure_torch
+    from seqviz.tasks import TASKS
 
-    torch.set_num_threads(1)
+    configure_torch()
 
     def log(message: str) -> None:
         print(f"[{name}] {message}", file=sys.stderr, flush=True)
@@ -219,21 +220,5 @@ def train_with_log(name: str, directory: str | Path | None = None, log_every: in
 
     log("training")
     meta = train_and_save(name, directory=Path(directory) if directory else None, progress=progress)
-    log(f"done in {meta['train_seconds']:.0f} s: {json.dumps(summary_metrics(meta))}")
+    log(f"done in {meta['train_seconds']:.0f} s: {json.dumps(TASKS[meta['task']].summary(meta['metrics']))}")
     return meta
-
-
-def summary_metrics(meta: dict) -> dict:
-    """The few numbers that tell whether a model reached its target."""
-    metrics = meta.get("metrics") or {}
-    task = meta.get("task")
-    if task == "emails":
-        keys = ("test_accuracy", "twins_accuracy", "twins_same_prediction")
-        return {k: metrics.get(k) for k in keys}
-    if task == "memory":
-        by_distance = metrics.get("accuracy_by_distance") or {}
-        return {f"accuracy_at_{d}": by_distance.get(str(d)) for d in (1, 5, 10, 20, 40, 60)}
-    if task == "translation":
-        keys = ("exact_match_le30", "token_accuracy_le30", "exact_match_ge25", "chapter_pairs_exact")
-        return {k: metrics.get(k) for k in keys}
-    return {}

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
 import pytest
 import torch
 
-from seqviz.checkpoints import weights_bytes
+from seqviz.checkpoints import dumps
 from seqviz.models import build
 from seqviz.tasks import make_task
 from seqviz.train import Progress, TrainConfig, TrainResult, learning_rate, train
@@ -68,15 +70,19 @@ def test_bow_is_fitted_by_counting(emails):
     assert seen[0].metric == pytest.approx(emails.evaluate(model)["test_accuracy"])
 
 
+def weights_bytes(model, task) -> bytes:
+    return dumps(model, {"vocabularies": task.vocabularies})
+
+
 def test_two_trainings_give_the_same_weights(emails):
     config = TrainConfig(steps=15, batch_size=16, lr=1e-2, warmup=2, seed=3)
     first, second = tiny_classifier("transformer", emails), tiny_classifier("transformer", emails)
     train(first, emails, config)
     train(second, emails, config)
-    assert weights_bytes(first) == weights_bytes(second)
+    assert weights_bytes(first, emails) == weights_bytes(second, emails)
     third = tiny_classifier("transformer", emails)
     train(third, emails, TrainConfig(steps=15, batch_size=16, lr=1e-2, warmup=2, seed=4))
-    assert weights_bytes(third) != weights_bytes(first)  # the seed drives batches and dropout
+    assert weights_bytes(third, emails) != weights_bytes(first, emails)  # the seed drives batches and dropout
 
 
 def test_stops_between_steps_and_reports_progress(emails):
@@ -105,11 +111,39 @@ def test_metric_every_n_steps(emails):
     assert 0 <= seen[3].metric <= 1
 
 
-def test_global_torch_settings_are_restored(emails):
+def test_training_leaves_the_process_as_it_found_it(emails):
+    """No thread count, deterministic flag or global random state changes: training seeds through fork_rng."""
+    model = tiny_classifier("transformer", emails)  # dropout: training draws from torch's generator
+    torch.manual_seed(123)
     threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    train(tiny_classifier("rnn", emails), emails, TrainConfig(steps=2, batch_size=4, threads=1))
+    rng_state = torch.random.get_rng_state()
+    train(model, emails, TrainConfig(steps=3, batch_size=4, seed=9))
     assert torch.get_num_threads() == threads
     assert torch.are_deterministic_algorithms_enabled() == deterministic
+    assert torch.equal(torch.random.get_rng_state(), rng_state)
+
+
+def test_the_zoo_builds_its_initial_weights_without_touching_the_global_generator():
+    from seqviz import zoo
+
+    task = make_task("memory")
+    torch.manual_seed(7)
+    state = torch.random.get_rng_state()
+    first, second = zoo.build("memory-gru", task), zoo.build("memory-gru", task)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert weights_bytes(first, task) == weights_bytes(second, task)  # seeded: the same weights every time
+
+
+def test_configure_torch_acts_once_per_process():
+    code = (
+        "import torch; from seqviz import runtime; torch.set_num_threads(2); assert not runtime.is_configured(); "
+        "runtime.configure_torch(); assert torch.get_num_threads() == 1; "
+        "assert torch.are_deterministic_algorithms_enabled(); "
+        "torch.set_num_threads(2); runtime.configure_torch(); assert torch.get_num_threads() == 2; "
+        "assert runtime.is_configured(); print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
 
 
 def test_learning_rate_schedule():

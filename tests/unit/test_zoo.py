@@ -1,4 +1,5 @@
-"""The shipped zoo: every checkpoint loads, its JSON has the fields pages read, and it reached its target."""
+"""The shipped zoo: every checkpoint is one file that loads, its document has the fields pages read, and every
+model reached the target it was built to."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 import pytest
 
-from seqviz import zoo
+from seqviz import checkpoints, zoo
 from seqviz.__main__ import main
 
 SHIPPED = zoo.available()
@@ -33,6 +34,12 @@ def test_the_classifiers_and_memory_models_are_shipped():
     assert not missing, f"run `python -m seqviz train {' '.join(missing)}`"
 
 
+def test_every_model_is_one_file():
+    assert sorted(p.name for p in zoo.ASSETS_DIR.iterdir() if p.suffix != ".md") == sorted(
+        f"{name}.safetensors" for name in SHIPPED)
+    assert zoo.path("lstm") == zoo.ASSETS_DIR / "lstm.safetensors"
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_checkpoint_loads_with_its_metadata(name):
     meta = zoo.metadata(name)
@@ -41,7 +48,8 @@ def test_every_shipped_checkpoint_loads_with_its_metadata(name):
         assert key in meta, key
     assert meta["family"] == spec.family and meta["task"] == spec.task and meta["name"] == name
     checkpoint = zoo.load(name)
-    assert checkpoint.family == spec.family
+    assert checkpoint.family == spec.family and checkpoint.meta == meta
+    assert checkpoint.fingerprint == checkpoints.fingerprint(zoo.path(name).read_bytes())
     if spec.family != "bow":
         assert not checkpoint.model.training
         assert sum(p.numel() for p in checkpoint.model.parameters()) == meta["params"]
@@ -80,37 +88,51 @@ def metrics(name: str) -> dict:
     return zoo.metadata(name)["metrics"]
 
 
-@pytest.mark.parametrize("name", ("lstm", "gru", "transformer"))
-def test_order_aware_classifiers_reach_their_target(name):
+@pytest.mark.parametrize(("name", "target"), [("lstm", 1.0), ("gru", 1.0), ("rnn", 0.99), ("transformer", 0.98)])
+def test_order_aware_classifiers_reach_their_target(name, target):
     m = metrics(name)
-    assert m["test_accuracy"] >= 0.97 and m["twins_accuracy"] >= 0.95
+    assert m["test_accuracy"] >= target and m["twins_accuracy"] >= target
 
 
 def test_bag_of_words_fails_on_twins_because_it_gives_both_the_same_answer():
     m = metrics("bow")
-    assert m["twins_accuracy"] <= 0.5
+    assert 0.4 <= m["twins_accuracy"] <= 0.5
     assert m["twins_same_prediction"] == 1.0  # word-identical twins -> identical probabilities
 
 
+def accuracy_at(name: str, step: int, distance: int = 20) -> float:
+    curve = {point["step"]: point for point in metrics(name)["learning_curve"]}
+    return curve[step]["accuracy_by_distance"][str(distance)]
+
+
 @pytest.mark.parametrize("name", ("memory-lstm", "memory-gru"))
-def test_gated_memory_models_remember_twenty_steps_back(name):
-    assert metrics(name)["accuracy_by_distance"]["20"] >= 0.95
+def test_gated_memory_models_remember_twenty_steps_back_within_300_steps(name):
+    assert accuracy_at(name, 300) >= 0.98
+    assert metrics(name)["accuracy_by_distance"]["20"] >= 0.98
+
+
+def test_the_plain_rnn_learns_distance_twenty_slowly():
+    rnn = accuracy_at("memory-rnn", 300)
+    assert rnn <= min(accuracy_at("memory-gru", 300), accuracy_at("memory-lstm", 300)) - 0.3
 
 
 @pytest.mark.parametrize("name", ("additive", "dot", "transformer-translator"))
 def test_attention_translators_reach_their_target(name):
-    m = metrics(name)
-    assert m["exact_match_le30"] >= 0.95
-    assert m["chapter_pairs_exact"] == 6
+    assert metrics(name)["exact_match_le30"] >= 0.99
+
+
+@pytest.mark.parametrize("name", ("plain", "additive", "dot", "transformer-translator"))
+def test_every_translator_gets_the_chapters_six_pairs(name):
+    assert metrics(name)["chapter_pairs_exact"] == 6
 
 
 def test_plain_translator_falls_off_with_length():
-    plain, additive = metrics("plain"), metrics("additive")
-    assert plain["exact_match_ge25"] <= additive["exact_match_ge25"] - 0.40
+    plain = metrics("plain")["exact_match_ge25"]
+    assert plain <= min(metrics(name)["exact_match_ge25"] for name in ("additive", "dot")) - 0.40
 
 
 def test_zoo_is_small_and_documented():
-    total = sum(p.stat().st_size for name in SHIPPED for p in zoo.paths(name))
+    total = sum(zoo.path(name).stat().st_size for name in SHIPPED)
     assert total < 20 * 2**20
     readme = (zoo.ASSETS_DIR / "README.md").read_text()
     for name in SHIPPED:

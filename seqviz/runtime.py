@@ -1,0 +1,32 @@
+"""Process-wide torch settings, set once per process: one thread, deterministic algorithms.
+
+Small models on a shared machine run fastest on one thread each (threads fighting over two cores are
+slower), and deterministic algorithms make training bit-for-bit reproducible. These are settings of the
+whole process, so the training loop never changes them; the command line, the training workers and the
+app call :func:`configure_torch` once, at start.
+"""
+
+from __future__ import annotations
+
+import threading
+
+_configured = False
+_lock = threading.Lock()
+
+
+def configure_torch(threads: int = 1) -> None:
+    """Set torch to ``threads`` threads and deterministic algorithms; only the first call in a process acts."""
+    global _configured
+    with _lock:
+        if _configured:
+            return
+        import torch
+
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(True)
+        _configured = True
+
+
+def is_configured() -> bool:
+    """Whether :func:`configure_torch` has run in this process."""
+    return _configured
