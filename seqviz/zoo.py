@@ -82,11 +82,6 @@ ZOO: dict[str, ZooEntry] = {entry.name: entry for entry in ENTRIES}
 NAMES: tuple[str, ...] = tuple(ZOO)
 
 
-def names(task: str | None = None) -> list[str]:
-    """Every shipped model's name (of one task, if given), in the zoo's order."""
-    return [entry.name for entry in ENTRIES if task is None or entry.task == task]
-
-
 def entry(name: str) -> ZooEntry:
     if name not in ZOO:
         raise KeyError(f"no model called {name!r} in the zoo; the zoo has: {', '.join(NAMES)}")

@@ -145,11 +145,6 @@ class RecurrentClassifier(_ClassifierBase):
         """Words known, the four specials included."""
         return self.embedding.num_embeddings
 
-    @property
-    def recurrent_weight(self) -> torch.Tensor:
-        """W_h, the matrix that multiplies h_{t-1} at every step: (H, H) for rnn, (3H, H) gru, (4H, H) lstm."""
-        return self.rnn.weight_hh_l0
-
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """Word vectors x_t: (B, T) ids -> (B, T, E)."""
         return self.embedding(ids)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from seqviz import limits
 
 # Special ids fixed by the contract of seqviz.text.Vocab: <pad>=0, <unk>=1, <bos>=2, <eos>=3.
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 
 _BOUNDS = {
     "vocab": (4, limits.MAX_MODEL_VOCAB),

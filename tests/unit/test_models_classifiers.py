@@ -92,7 +92,7 @@ def test_recurrent_trace_hidden_matches_the_final_state_the_head_reads(family, v
         probs = torch.softmax(model.head(final), dim=-1).numpy()
     np.testing.assert_allclose(probs, trace.probs, atol=1e-6)
     rows = {"rnn": 12, "gru": 36, "lstm": 48}[family]
-    assert model.recurrent_weight.shape == (rows, 12)
+    assert model.recurrent_layer.weight_hh_l0.shape == (rows, 12)  # W_h
 
 
 @pytest.mark.parametrize("family", TORCH_FAMILIES)
