@@ -1,0 +1,38 @@
+# seqviz in a container, for any host: Hugging Face Spaces (Docker SDK), Cloud Run, a university server.
+#
+#   docker build -t seqviz .
+#   docker run --rm -p 8501:8501 seqviz                                   # http://localhost:8501
+#   docker run --rm -p 8080:8080 -e PORT=8080 -e SEQVIZ_BASE_PATH=seqviz seqviz   # http://localhost:8080/seqviz/
+#
+# The same pins as requirements.txt (the README's install), with torch's CPU wheels (hosting/requirements.txt),
+# so the image holds no CUDA. The trained models ship in assets/models/: nothing is downloaded at run time.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PORT=8501 \
+    SEQVIZ_BASE_PATH=""
+
+# A non-root user; uid 1000 is what Hugging Face Spaces runs as.
+RUN useradd --create-home --uid 1000 seqviz
+
+WORKDIR /app
+COPY hosting/requirements.txt hosting/requirements.txt
+RUN pip install -r hosting/requirements.txt
+
+# The app's files stay owned by root: the app reads them and writes nothing there.
+COPY . .
+RUN chmod 0755 scripts/serve
+
+USER seqviz
+ENV HOME=/home/seqviz
+EXPOSE 8501
+
+# Streamlit answers "ok" at <base path>/_stcore/health once it serves; python, as the slim image has no curl.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; p = os.environ.get('SEQVIZ_BASE_PATH', '').strip('/'); urllib.request.urlopen('http://127.0.0.1:%s/%s_stcore/health' % (os.environ.get('PORT') or '8501', p + '/' if p else ''), timeout=4)"]
+
+# The one start command (PORT, SEQVIZ_BASE_PATH), also run by the tests outside any container.
+CMD ["/app/scripts/serve"]

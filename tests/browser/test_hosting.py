@@ -1,0 +1,290 @@
+"""Hosting: the container's start command and the smoke check, run here without a container.
+
+`scripts/serve` (the Dockerfile's CMD) is started on a free port under the base path /seqviz, from a copy of
+the files the image would hold (the repository less what .dockerignore leaves out), and the smoke check
+(`scripts/smoke`, `python -m seqviz.smoke`) is run against it and against the ordinary test server. The image
+itself is not built here: no registry is reachable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, _free_port, assert_no_exception, full_page_screenshot, wait_for_app
+
+BASE_PATH = "seqviz"
+SMOKE_TIMEOUT_S = 170  # the whole smoke run, every page; a page is given 60 s inside it
+LOGS = ROOT / "test-output"
+
+
+# --- The build context, as `docker build` would see it ---------------------------------------------
+
+
+def _dockerignore_patterns() -> list[str]:
+    lines = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    return [line.strip().lstrip("/") for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _pattern_regex(pattern: str) -> re.Pattern:
+    """Docker's pattern syntax as far as .dockerignore uses it: *, ?, ** and literal names."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out)
+
+
+def _ignored(relative: str, patterns: list[re.Pattern]) -> bool:
+    """A path is out of the context when a pattern matches it or one of the folders above it."""
+    parts = relative.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    return any(p.fullmatch(prefix) for p in patterns for prefix in prefixes)
+
+
+def copy_build_context(destination: Path) -> list[str]:
+    """Copy what `COPY . .` would copy into the image; returns the relative paths copied."""
+    raw = _dockerignore_patterns()
+    assert not any(p.startswith("!") for p in raw), "this copy does not handle ! exceptions in .dockerignore"
+    patterns = [_pattern_regex(p.rstrip("/")) for p in raw]
+    copied = []
+    for folder, dirs, files in os.walk(ROOT):
+        here = Path(folder).relative_to(ROOT).as_posix()
+        prefix = "" if here == "." else here + "/"
+        dirs[:] = [d for d in dirs if not _ignored(prefix + d, patterns)]
+        for name in files:
+            relative = prefix + name
+            if not _ignored(relative, patterns):
+                (destination / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / relative, destination / relative)
+                copied.append(relative)
+    return copied
+
+
+# --- Servers ---------------------------------------------------------------------------------------
+
+
+def _wait_healthy(server: subprocess.Popen, health_url: str, log: Path, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(health_url, timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{health_url} never answered; see {log}")
+        time.sleep(0.5)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def _venv_path() -> str:
+    """PATH with this interpreter's folder first: the copied context has no .venv, as in the image, where
+    `python3` is the image's own; here it is the virtual environment's."""
+    return f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+@pytest.fixture(scope="module")
+def image_files(tmp_path_factory) -> Path:
+    context = tmp_path_factory.mktemp("image") / "app"
+    copied = copy_build_context(context)
+    assert "scripts/serve" in copied and "app.py" in copied
+    assert not any(p.startswith((".git/", ".venv/", "tests/")) for p in copied)
+    return context
+
+
+@pytest.fixture(scope="module")
+def hosted(image_files):
+    """`scripts/serve` from the image's files, PORT free, SEQVIZ_BASE_PATH=seqviz: yields the base URL."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    log_path = LOGS / "hosting-streamlit.log"
+    env = {**os.environ, "PORT": str(port), "SEQVIZ_BASE_PATH": BASE_PATH, "PATH": _venv_path(),
+           "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([str(image_files / "scripts" / "serve")], cwd=image_files, env=env,
+                                  stdout=log, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}/{BASE_PATH}"
+            _wait_healthy(server, f"{url}/_stcore/health", log_path)
+            yield url
+        finally:
+            _stop(server)
+
+
+def _run_smoke(command: list[str], log_name: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=SMOKE_TIMEOUT_S,
+                          env={**os.environ, "PATH": _venv_path()})
+    (LOGS / log_name).write_text(done.stdout + done.stderr, encoding="utf-8")
+    return done
+
+
+def _page_lines(stdout: str) -> dict[str, str]:
+    """'/attention' -> its line, from the smoke check's output."""
+    return {line.split()[0]: line for line in stdout.splitlines() if line.startswith("/")}
+
+
+# --- (a) the start command and the smoke check under a base path ------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_smoke_passes_under_a_base_path(hosted):
+    from seqviz.smoke import page_paths
+
+    done = _run_smoke([str(ROOT / "scripts" / "smoke"), hosted, "--timeout", "60"], "smoke-base-path.txt")
+    lines = _page_lines(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(lines) == sorted(f"/{p}" for p in page_paths())
+    assert all(line.split()[1] == "OK" for line in lines.values()), done.stdout
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(60)
+def test_dockerfile_healthcheck_command_answers(hosted):
+    """The HEALTHCHECK's own command, run here with the container's environment, passes; on a wrong port it fails."""
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "Dockerfile").read_text(encoding="utf-8"))
+    command = json.loads(re.search(r"^HEALTHCHECK .*?CMD (\[.*\])\s*$", text, re.M).group(1))
+    command[0] = sys.executable if command[0] in ("python", "python3") else command[0]
+    port = hosted.split(":")[2].split("/")[0]
+    good = subprocess.run(command, env={**os.environ, "PORT": port, "SEQVIZ_BASE_PATH": BASE_PATH},
+                          capture_output=True, text=True, timeout=30)
+    assert good.returncode == 0, good.stderr
+    bad = subprocess.run(command, env={**os.environ, "PORT": port, "SEQVIZ_BASE_PATH": ""},
+                         capture_output=True, timeout=30)
+    assert bad.returncode != 0  # no app at /_stcore/health when it is served under /seqviz
+
+
+# --- (b) a visitor's view under the base path ---------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(120)
+def test_deep_link_download_and_share_box_under_a_base_path(hosted, page):
+    page.goto(f"{hosted}/attention?s=where+is+my+parcel")
+    wait_for_app(page)
+    assert_no_exception(page)
+    assert page.get_by_role("textbox", name="Sentence", exact=True).input_value() == "where is my parcel"
+
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Share this view: copy the address", exact=True).wait_for()
+    share = sidebar.locator("code").filter(has_text="://").first
+    share.wait_for()
+    address = "".join(share.inner_text().split())
+    assert address.startswith(f"{hosted}/"), address
+    assert address.startswith(f"{hosted}/attention?") and "s=where+is+my+parcel" in address, address
+
+    with page.expect_download() as download:
+        page.get_by_role("button", name="CSV", exact=True).first.click()
+    assert download.value.suggested_filename.endswith(".csv")
+    rows = Path(download.value.path()).read_text(encoding="utf-8").strip().splitlines()
+    assert len(rows) >= 2 and "," in rows[0], rows[:3]
+
+    shot = full_page_screenshot(page, "hosting-attention-under-base-path")
+    assert shot.stat().st_size > 10_000
+
+
+# --- (c) the smoke check against the ordinary test server (no base path) -------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(150)
+def test_smoke_passes_at_the_root(app_url):
+    """Three pages only, to keep this file near two minutes: test (a) runs every page, and the walkthrough
+    visits every page of this same server; here the smoke check's URL has no path prefix."""
+    pages = ["/", "rnn-memory", "attention"]
+    done = _run_smoke([sys.executable, "-m", "seqviz.smoke", app_url, "--timeout", "60", "--pages", ",".join(pages)],
+                      "smoke-root.txt")
+    lines = _page_lines(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(lines) == ["/", "/attention", "/rnn-memory"]
+    assert all(line.split()[1] == "OK" for line in lines.values()), done.stdout
+
+
+# --- The smoke check fails when it should ------------------------------------------------------------
+
+BROKEN_APP = '''
+import streamlit as st
+
+def home():
+    st.write("home")
+
+def broken():
+    raise RuntimeError("a page that breaks")
+
+def error_box():
+    st.error("These trained models are not shipped in assets/models/: lstm.")
+
+def wrong_share():
+    st.sidebar.caption("Share this view: copy the address")
+    st.sidebar.code("http://localhost:8501/somewhere-else", language=None)
+
+nav = st.navigation([st.Page(home, title="Home", default=True),
+                     st.Page(broken, title="Broken", url_path="broken"),
+                     st.Page(error_box, title="Error box", url_path="error-box"),
+                     st.Page(wrong_share, title="Wrong share", url_path="wrong-share")])
+st.sidebar.text_input("Sentence", value="hello", key="s", bind="query-params")
+nav.run()
+'''
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(120)
+def test_smoke_reports_each_kind_of_failure(tmp_path):
+    (tmp_path / "app.py").write_text(BROKEN_APP, encoding="utf-8")
+    (tmp_path / ".streamlit").mkdir()
+    shutil.copy(ROOT / ".streamlit" / "config.toml", tmp_path / ".streamlit" / "config.toml")  # errors redacted
+    port = _free_port()
+    log_path = LOGS / "smoke-broken-app.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless",
+             "true", "--server.address", "127.0.0.1", "--server.baseUrlPath", "broken-app"],
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}/broken-app"
+            _wait_healthy(server, f"{url}/_stcore/health", log_path)
+            done = _run_smoke([sys.executable, "-m", "seqviz.smoke", url, "--timeout", "30",
+                               "--pages", "/,broken,error-box,wrong-share,no-such-page"], "smoke-broken-app.txt")
+        finally:
+            _stop(server)
+    lines = _page_lines(done.stdout)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert lines["/"].split()[1] == "OK"
+    assert "FAIL" in lines["/broken"] and "exception shown" in lines["/broken"]
+    assert "FAIL" in lines["/error-box"] and "error shown after the deep link: These trained" in lines["/error-box"]
+    assert "FAIL" in lines["/wrong-share"] and "share box" in lines["/wrong-share"]
+    assert "FAIL" in lines["/no-such-page"] and "Page not found" in lines["/no-such-page"]
+    assert "1/5 pages OK" in done.stdout
+
+
+def test_smoke_says_when_nothing_answers():
+    done = subprocess.run([sys.executable, "-m", "seqviz.smoke", f"http://127.0.0.1:{_free_port()}/seqviz"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "_stcore/health did not answer" in done.stderr

@@ -1,0 +1,139 @@
+"""The container and hosting files, checked without Docker (no registry is reachable here to build the image).
+
+tests/browser/test_hosting.py runs scripts/serve on the image's files and the smoke check against it.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seqviz.smoke import PageResult, normalize_base, page_paths
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) in order, continuation lines joined, comments dropped."""
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(lines))
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip() if " " in line.strip() else "")
+            for line in joined.splitlines() if line.strip()]
+
+
+def _pins(path: str) -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / path).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line:
+            name, version = line.split("==")
+            pins[name.strip().lower()] = version.strip()
+    return pins
+
+
+def test_dockerfile_slim_python_cpu_torch_non_root_and_one_start_command():
+    steps = _dockerfile()
+    kinds = [kind for kind, _ in steps]
+    args = dict(steps)  # the last of each kind
+    assert steps[0] == ("FROM", "python:3.11-slim")
+    assert ("RUN", "pip install -r hosting/requirements.txt") in steps
+    user = args["USER"]
+    assert user not in ("root", "0") and kinds.index("USER") > max(i for i, k in enumerate(kinds) if k == "RUN")
+    assert args["WORKDIR"] == "/app"
+    assert args["CMD"] == '["/app/scripts/serve"]'
+    env = " ".join(a for k, a in steps if k == "ENV")
+    assert "PORT=8501" in env and 'SEQVIZ_BASE_PATH=""' in env
+    assert "_stcore/health" in args["HEALTHCHECK"] and "SEQVIZ_BASE_PATH" in args["HEALTHCHECK"]
+    assert args["EXPOSE"] == "8501"
+
+
+def test_hosting_requirements_are_the_readme_install_with_cpu_torch():
+    local, hosted = _pins("requirements.txt"), _pins("hosting/requirements.txt")
+    assert hosted.pop("torch") == local.pop("torch") + "+cpu"
+    assert hosted == local
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in (ROOT / "hosting/requirements.txt").read_text()
+
+
+def test_dockerignore_keeps_what_the_app_needs():
+    patterns = {line.strip().strip("/") for line in (ROOT / ".dockerignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")}
+    for needed in ("app.py", "app_pages", "seqviz", "assets", "assets/models", ".streamlit", "scripts",
+                   "scripts/serve", "hosting", "hosting/requirements.txt", "*", "**"):
+        assert needed not in patterns
+    assert {".git", ".venv", "tests", "test-output"} <= patterns
+
+
+@pytest.mark.parametrize("script", ["scripts/serve", "scripts/smoke"])
+def test_scripts_are_executable_and_parse(script):
+    path = ROOT / script
+    assert os.access(path, os.X_OK)
+    shell = "bash" if path.read_text().startswith("#!/usr/bin/env bash") else "sh"
+    assert subprocess.run([shell, "-n", str(path)], capture_output=True).returncode == 0
+
+
+def _serve_with_stub(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run a copy of scripts/serve with a python3 that prints the command it was given."""
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    shutil.copy2(ROOT / "scripts" / "serve", tmp_path / "scripts" / "serve")
+    stub = tmp_path / "bin" / "python3"
+    stub.parent.mkdir(exist_ok=True)
+    stub.write_text('#!/bin/sh\nfor arg in "$@"; do echo "$arg"; done\n')  # one argument a line
+    stub.chmod(0o755)
+    clean = {k: v for k, v in os.environ.items() if k not in ("PORT", "SEQVIZ_BASE_PATH")}
+    return subprocess.run([str(tmp_path / "scripts" / "serve")], capture_output=True, text=True, timeout=30,
+                          env={**clean, "PATH": f"{stub.parent}{os.pathsep}/usr/bin:/bin", **env})
+
+
+@pytest.mark.parametrize(("env", "port", "base"), [
+    ({}, "8501", ""),
+    ({"PORT": "8080"}, "8080", ""),
+    ({"SEQVIZ_BASE_PATH": "seqviz"}, "8501", "seqviz"),
+    ({"SEQVIZ_BASE_PATH": "/courses/seqviz/", "PORT": "7860"}, "7860", "courses/seqviz"),
+])
+def test_serve_reads_port_and_base_path(tmp_path, env, port, base):
+    done = _serve_with_stub(tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    words = done.stdout.split("\n")
+    assert words[:4] == ["-m", "streamlit", "run", "app.py"]
+    assert words[words.index("--server.port") + 1] == port
+    assert words[words.index("--server.address") + 1] == "0.0.0.0"
+    assert words[words.index("--server.headless") + 1] == "true"
+    assert words[words.index("--server.baseUrlPath") + 1] == base  # "" when served at the root
+
+
+def test_serve_refuses_a_port_that_is_not_a_number(tmp_path):
+    done = _serve_with_stub(tmp_path, PORT="85o1")
+    assert done.returncode == 2 and "PORT must be a number" in done.stderr
+
+
+def test_smoke_check_never_imports_streamlit():
+    code = "import sys, seqviz.smoke as s; s.page_paths(); sys.exit('streamlit' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
+
+
+def test_smoke_checks_every_page_address():
+    assert {"", "order", "rnn-memory", "vanishing-gradients", "lstm-gates", "encoder-decoder", "attention",
+            "transformer"} <= set(page_paths())
+
+
+@pytest.mark.parametrize(("given", "base"), [
+    ("http://localhost:8501", "http://localhost:8501"),
+    ("http://localhost:8501/", "http://localhost:8501"),
+    ("localhost:8501", "http://localhost:8501"),
+    ("https://host.example/seqviz/", "https://host.example/seqviz"),
+    ("https://host.example/seqviz/attention?s=x#top", "https://host.example/seqviz/attention"),
+    ("  http://127.0.0.1:9/a/b  ", "http://127.0.0.1:9/a/b"),
+])
+def test_smoke_base_url(given, base):
+    assert normalize_base(given) == base
+
+
+def test_smoke_line_has_page_status_seconds_and_reason():
+    line = PageResult("attention", False, 3.21, "exception shown after typing a sentence").line()
+    assert line.split()[:4] == ["/attention", "FAIL", "3.2", "s"]
+    assert line.endswith("exception shown after typing a sentence")
