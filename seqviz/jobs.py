@@ -24,7 +24,6 @@ end the metrics and the checkpoint bytes). Nothing here imports streamlit; the w
 from __future__ import annotations
 
 import copy
-import hashlib
 import secrets
 import threading
 import time
@@ -35,6 +34,7 @@ from typing import Any
 
 from seqviz import limits
 from seqviz.runs import RunSpec
+from seqviz.runtime import configure_torch
 
 STATUSES = ("queued", "running", "finished", "stopped", "failed", "cancelled")
 ENDED = frozenset({"finished", "stopped", "failed", "cancelled"})
@@ -64,8 +64,8 @@ class RunState:
     stop_reason: str | None  # "asked", "time limit" or "session gone" when stopped early
     error: str | None  # what went wrong, when failed (or a snapshot_fn that failed and was dropped)
     metrics: dict | None  # the task's full held-out metrics at the end (a copy: safe to keep)
-    checkpoint: Any  # checkpoints.dumps(model, meta) at the end: one bytes (or, until it lands, (weights, json))
-    fingerprint: str | None  # of the checkpoint's weights: the key for caches of this model
+    checkpoint: bytes | None  # the checkpoint file (checkpoints.dumps) at the end: load_bytes, download, registry
+    fingerprint: str | None  # checkpoints.fingerprint of those bytes: the key for caches of this model
     train_seconds: float | None  # seconds of training at the end
 
     @property
@@ -406,6 +406,7 @@ def _check_owner(owner) -> None:
 def _train_run(run: Run) -> None:
     import torch
 
+    from seqviz import checkpoints
     from seqviz.tasks import DATA_SEED
     from seqviz.train import train
 
@@ -462,10 +463,7 @@ def _train_run(run: Run) -> None:
             take_snapshot(p.step)
             clock["next_snapshot"] = (time.perf_counter() - clock["start"]) + run._snapshot_every_s
 
-    # ADAPTER (until seqviz.train trains without touching torch's global generator): keep the process's
-    # random state as it was; delete the fork_rng once train() seeds a local generator.
-    with torch.random.fork_rng(devices=[]):
-        result = train(model, task, config, progress=progress, stop=should_stop)
+    result = train(model, task, config, progress=progress, stop=should_stop)  # leaves torch's global state alone
     if run._abandon:  # nobody will read it: no evaluation, no checkpoint
         run._set(status="stopped", step=result.steps)
         return
@@ -487,7 +485,7 @@ def _train_run(run: Run) -> None:
         "vocabularies": task.vocabularies,
         "metrics": metrics,
     }
-    data = _dumps(model, meta)
+    data = checkpoints.dumps(model, meta)
     with run._lock:
         run._metric_history = [(s, m) for s, m in run._metric_history if s != result.steps]
         run._metric_history.append((result.steps, headline))
@@ -496,55 +494,7 @@ def _train_run(run: Run) -> None:
         run._train_seconds = round(result.seconds, 2)
         run._metrics = metrics
         run._checkpoint = data
-        run._fingerprint = _fingerprint(data)
+        run._fingerprint = checkpoints.fingerprint(data)
         run._status = "stopped" if result.stopped else "finished"
         if not result.stopped:
             run._stop_reason = None  # asked to stop after the last step: it finished
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Adapters to what the models/checkpoints refactor provides; each falls back to today's API.
-
-_TORCH_CONFIGURED = False
-_TORCH_LOCK = threading.Lock()
-
-
-def configure_torch() -> None:
-    """One torch thread (and, with seqviz.runtime, deterministic mode), once per process."""
-    global _TORCH_CONFIGURED
-    try:
-        from seqviz.runtime import configure_torch as runtime_configure  # ADAPTER: the refactor's one place
-    except ImportError:
-        runtime_configure = None
-    if runtime_configure is not None:
-        runtime_configure()
-        return
-    with _TORCH_LOCK:  # ADAPTER fallback until seqviz.runtime lands
-        if not _TORCH_CONFIGURED:
-            import torch
-
-            torch.set_num_threads(1)
-            _TORCH_CONFIGURED = True
-
-
-def _dumps(model, meta: dict):
-    """checkpoints.dumps: one bytes object (the refactor) or, today, the (weights, json) pair."""
-    from seqviz import checkpoints
-
-    return checkpoints.dumps(model, meta)
-
-
-def _fingerprint(data) -> str:
-    from seqviz import checkpoints
-
-    if isinstance(data, bytes | bytearray) and hasattr(checkpoints, "fingerprint"):
-        return checkpoints.fingerprint(data)
-    weights = data[0] if isinstance(data, tuple) else data  # ADAPTER: today's pair
-    return hashlib.sha256(weights).hexdigest()[:16]
-
-
-def load_checkpoint(data):
-    """A run's checkpoint (bytes, or today's (weights, json) pair) loaded with seqviz.checkpoints.load_bytes."""
-    from seqviz import checkpoints
-
-    return checkpoints.load_bytes(*data) if isinstance(data, tuple) else checkpoints.load_bytes(data)

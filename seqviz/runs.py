@@ -118,20 +118,20 @@ class RunSpec:
 
     def model_config(self, task=None):
         """The family's config dataclass for this spec (vocabulary sizes and labels from the task)."""
-        from seqviz.models import FAMILIES
+        from seqviz.models import family
 
         fields = _family_fields(self)
         fields.update(_model_fields(self.task) if task is None else task.model_fields())
-        return FAMILIES[self.family][0](**fields)
+        return family(self.family).config_class(**fields)
 
     def num_parameters(self) -> int:
         """Numbers the model would learn, counted on a model built without memory ("meta" device)."""
         import torch
 
-        from seqviz.models import FAMILIES
+        from seqviz.models import family
 
         config = self.model_config()
-        model_class = FAMILIES[self.family][1]
+        model_class = family(self.family).model_class
         if hasattr(model_class, "expected_shapes"):  # bag of words: numpy counts
             return sum(math.prod(shape) for shape in model_class.expected_shapes(config).values())
         with torch.random.fork_rng(devices=[]), torch.device("meta"):
@@ -144,10 +144,6 @@ class RunSpec:
 
         fields = {"steps": self.steps, "batch_size": self.batch_size, "lr": float(self.lr),
                   "warmup": max(1, min(100, self.steps // 10)), "clip": 1.0, "schedule": "cosine", "seed": self.seed}
-        # ADAPTER (until seqviz.train stops setting threads per call): leave the process's threads alone;
-        # seqviz.runtime.configure_torch (or seqviz.jobs' fallback) sets one thread once per process.
-        if "threads" in {f.name for f in dataclasses.fields(TrainConfig)}:
-            fields["threads"] = None
         return TrainConfig(**fields)
 
     def build(self):
@@ -233,7 +229,7 @@ _SAME_BUDGET = {"task": "translation", "steps": 600, "batch_size": 64}
 PRESETS: list[Preset] = [
     Preset(
         "Quick: attention translator",
-        RunSpec(family="dot", **_TRANSLATOR, steps=650, lr=3e-3, name="quick dot-attention translator"),
+        RunSpec(family="dot", **_TRANSLATOR, steps=400, lr=5e-3, batch_size=128, name="quick dot-attention translator"),
         "Watch the held-out exact match climb past 95% in about half a minute, then open /attention to see "
         "where your translator looks for each French word.",
         "held-out exact match >= 95% on sources of up to 30 tokens",

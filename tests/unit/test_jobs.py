@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from seqviz import limits
-from seqviz.jobs import RunManager, RunRefused, load_checkpoint
+from seqviz.checkpoints import fingerprint, load_bytes
+from seqviz.jobs import RunManager, RunRefused
 from seqviz.runs import RunSpec
 
 WAIT = 30.0  # seconds a test waits for a run before it fails
@@ -57,8 +58,9 @@ def test_a_run_trains_and_hands_out_history_snapshots_and_a_checkpoint(managers)
     assert state.metric_history[0][0] == 1 and state.metric_history[-1][0] == 25
     assert state.metric == state.metrics["test_accuracy"]
     assert 0 < len(state.snapshots) <= limits.TRAIN_MAX_SNAPSHOTS and state.snapshots[-1][0] == 25
-    assert state.eta_s == 0.0 and state.train_seconds is not None and state.fingerprint
-    checkpoint = load_checkpoint(state.checkpoint)
+    assert state.eta_s == 0.0 and state.train_seconds is not None
+    assert isinstance(state.checkpoint, bytes) and state.fingerprint == fingerprint(state.checkpoint)
+    checkpoint = load_bytes(state.checkpoint)
     assert checkpoint.family == "lstm" and checkpoint.task == "emails"
     assert checkpoint.meta["steps"] == 25 and checkpoint.meta["seed"] == 0
     assert checkpoint.meta["spec"]["hidden"] == 4 and checkpoint.meta["train"]["steps"] == 25
@@ -74,7 +76,7 @@ def test_bag_of_words_counts_in_one_step(managers):
     assert run.wait(WAIT)
     state = run.state()
     assert state.status == "finished" and state.steps == 1 and state.metric_history
-    assert load_checkpoint(state.checkpoint).family == "bow"
+    assert load_bytes(state.checkpoint).family == "bow"
 
 
 def test_cap_one_queues_in_order_and_a_queued_run_can_be_cancelled(managers):
@@ -119,7 +121,7 @@ def test_stop_keeps_what_was_learned(managers):
     state = run.state()
     assert state.status == "stopped" and state.stop_reason == "asked"
     assert 20 <= state.step < 5000 and state.metrics is not None
-    learned = load_checkpoint(state.checkpoint).model.state_dict()
+    learned = load_bytes(state.checkpoint).model.state_dict()
     assert any(not torch.equal(learned[k], v) for k, v in initial.state_dict().items())
 
 
