@@ -14,11 +14,15 @@ end the metrics and the checkpoint bytes). Nothing here imports streamlit; the w
 - Its held-out metric is measured during training as often as keeps the measuring under
   seqviz.limits.TRAIN_EVAL_SHARE of the run's time (the first measure at step 1, the last at the end).
 - "Watch it learn": ``snapshot_fn(model)`` is called under ``torch.inference_mode()`` every
-  ``snapshot_every_s`` seconds of training and at the end; the list of (step, snapshot) is bounded.
+  ``snapshot_every_s`` seconds of training and at the end; the list of (step, snapshot) is bounded. It runs
+  in the worker thread on the model being trained: return plain values (text, numpy arrays, a trace
+  dataclass), never the model or tensors that share its memory. One that raises is switched off; the run goes on.
 - A session that has not touched the manager for ``orphan_timeout_s`` seconds has gone: its runs, queued
   or running, are stopped and forgotten (a running one skips its evaluation), so their memory is returned.
   This is checked on every manager call and by a small daemon thread.
 - ``runs_of(owner)`` and ``get(owner, run_id)`` only ever return that owner's runs.
+- Creating the manager calls :func:`seqviz.runtime.configure_torch` (one thread, deterministic, once per
+  process); training itself changes no process-wide torch state.
 """
 
 from __future__ import annotations
