@@ -1,9 +1,10 @@
-"""seqviz: the router. Page config, navigation over pages/, and the sidebar's shared sentence."""
+"""seqviz: the router. Page config, navigation over app_pages/, the sidebar's shared sentence and your models."""
 
 import streamlit as st
 
 from seqviz import ui
 from seqviz.story import HOME, STORY
+from seqviz.ui import models, training
 
 st.set_page_config(page_title="seqviz: sequences and the road to attention", page_icon=":material/route:",
                    layout="wide")
@@ -15,4 +16,6 @@ page = st.navigation(pages)
 
 st.sidebar.title("seqviz")
 ui.sentence_input()
+models.sidebar()
+training.sidebar_status()
 page.run()

@@ -5,6 +5,7 @@ import streamlit as st
 from seqviz import charts, ui
 from seqviz.analysis import attention_example as ex
 from seqviz.limits import MAX_WORD_CHARS, VECTOR_RANGE
+from seqviz.ui import models
 
 st.title("Attention: let the decoder look back")
 st.markdown(
@@ -78,36 +79,45 @@ st.markdown(
     "network, vᵀ tanh(W sₜ₋₁ + U hⱼ), instead of a plain dot product. The dot-product translator (Luong et al. "
     "2015) scores with sₜ · W hⱼ after its decoder step."
 )
-tokens = None
-if ui.models_ready(["additive", "dot"]):
-    tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.")
+picked = models.pick("alignment", ["additive", "dot"], multi=True, label="Translators with attention")
+models.download_buttons(picked, "attention")
+tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.") \
+    if picked else None
 if tokens:
-    ui.unknown_note(ui.checkpoint("additive").vocabularies["src"], tokens, "The translators")
-    additive = ui.translation("additive", tokens)
-    dot = ui.translation("dot", tokens)
-    st.markdown("**Additive** writes: " + ui.escape_markdown(" ".join(additive.out_tokens) or "(nothing)")
-                + "  \n**Dot-product** writes: " + ui.escape_markdown(" ".join(dot.out_tokens) or "(nothing)"))
-    ui.runaway_note(additive, tokens)
+    for ref in picked:
+        models.unknown_note(ref, tokens)
+    traces = {ref.label: models.translation(ref, tokens) for ref in picked}
+    families = models.families(picked)
+    st.markdown("  \n".join(f"**{ui.escape_markdown(label)}** writes: "
+                             + ui.escape_markdown(" ".join(trace.out_tokens) or "(nothing)")
+                             for label, trace in traces.items()))
+    for trace in traces.values():
+        models.runaway_note(trace, tokens)
     st.subheader("Alignments: where each French word looked")
-    for name, trace in (("additive", additive), ("dot", dot)):
+    for label, trace in traces.items():
         if trace.out_tokens:
             ui.chart(charts.alignment_chart(trace.src_tokens, trace.out_tokens, trace.alignment,
-                                            title=f"{name} attention: output word (row) × source word (column)"),
+                                            title=f"{label}: output word (row) × source word (column)"),
                      charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
-                     f"attention-alignment-{name}")
-    st.caption("Each row adds to 1. Look for the diagonal, and where it bends: try “my red phone never "
-               "arrived .” for an adjective after its noun (“téléphone rouge”) and a negation around the verb "
-               "(“n' est jamais arrivé”), or the chapter's second email, where “le” in “le contenir” looks back "
-               "at the word it stands for.")
-    if additive.steps:
+                     f"attention-alignment-{ui.slug(label)}")
+    st.caption("Each row adds to 1 (for a transformer: its last layer's cross-attention, averaged over heads). "
+               "Look for the diagonal, and where it bends: try “my red phone never arrived .” for an adjective "
+               "after its noun (“téléphone rouge”) and a negation around the verb (“n' est jamais arrivé”), or "
+               "the chapter's second email, where “le” in “le contenir” looks back at the word it stands for.")
+    stepwise = {label: trace for label, trace in traces.items() if getattr(trace, "steps", None)}
+    if stepwise:
         st.subheader("One step, read like the worked example")
-        words = charts.position_labels(additive.out_tokens)
-        picked = st.select_slider("Output word", options=list(range(len(words))), format_func=words.__getitem__,
-                                  key="step", bind="query-params")
-        step = additive.steps[picked]
-        ui.chart(charts.step_chart(step, additive.src_tokens), charts.step_data(step, additive.src_tokens),
+        label = next(iter(stepwise))
+        if len(stepwise) > 1:
+            label = st.radio("Translator", list(stepwise), horizontal=True, key="stepmodel")
+        trace = stepwise[label]
+        words = charts.position_labels(trace.out_tokens)
+        picked_step = st.select_slider("Output word", options=list(range(len(words))),
+                                       format_func=words.__getitem__, key="step", bind="query-params")
+        step = trace.steps[min(picked_step, len(trace.steps) - 1)]
+        ui.chart(charts.step_chart(step, trace.src_tokens, families[label]), charts.step_data(step, trace.src_tokens),
                  "attention-step")
-        top = sorted(zip(step.weights, charts.position_labels(additive.src_tokens), strict=True), reverse=True)[:3]
+        top = sorted(zip(step.weights, charts.position_labels(trace.src_tokens), strict=True), reverse=True)[:3]
         mix = " + ".join(f"{w:.2f} × h({ui.escape_markdown(word)})" for w, word in top)
         st.markdown(f"③ The context for “{ui.escape_markdown(step.output_token)}” is the weighted average of the "
                     f"encoder states, {step.context.shape[0]} numbers: context ≈ {mix} + … "

@@ -5,14 +5,9 @@ import streamlit as st
 from seqviz import charts, ui
 from seqviz.analysis.translation_check import check
 from seqviz.data.translation import CHAPTER_PAIRS, reference_translation
+from seqviz.ui import models
 
-TRANSLATORS = {
-    "plain": "LSTM encoder-decoder, no attention (one vector)",
-    "additive": "LSTM + additive attention (Bahdanau et al. 2014)",
-    "dot": "LSTM + dot-product attention (Luong et al. 2015)",
-    "transformer-translator": "transformer encoder-decoder",
-}
-NAMES = list(TRANSLATORS)
+SHIPPED = ["plain", "additive", "dot", "transformer-translator"]  # shown first; the picker adds any translator
 
 st.title("Encoder and decoder: the bottleneck")
 st.markdown(
@@ -23,26 +18,31 @@ st.markdown(
     "English→French grammar about parcels, with the same data and the same training budget for the LSTMs."
 )
 
-if not ui.models_ready(NAMES):
+picked = models.pick("translator", SHIPPED, multi=True, label="Translators")
+models.download_buttons(picked, "encoder-decoder")
+if not picked:
+    ui.share_box("encoder-decoder")
     st.stop()
 
 st.subheader("1. Your sentence, translated")
 tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.")
 if tokens:
-    ui.unknown_note(ui.checkpoint("additive").vocabularies["src"], tokens, "The translators")
+    for ref in picked:
+        models.unknown_note(ref, tokens)
     reference = reference_translation(tokens)
     if reference is None:
         st.caption("This sentence is not in the grammar the translators learned, so there is no reference "
                    "translation to compare with: judge the French yourself. Try one of the chapter's pairs below.")
     else:
         st.markdown("**Reference** (from the grammar): " + ui.escape_markdown(" ".join(reference)))
-    for name, label in TRANSLATORS.items():
-        trace = ui.translation(name, tokens)
+    for ref in picked:
+        trace = models.translation(ref, tokens)
         checked = check(trace.out_tokens, reference)
         verdict = "" if checked.exact is None else (" ✓ exact" if checked.exact else
                                                     f" ✗ {checked.token_accuracy:.0%} of words right")
-        st.markdown(f"**{label}**{verdict}  \n{ui.marked_tokens(checked)}")
-        ui.runaway_note(trace, tokens)
+        st.markdown(f"**{ui.escape_markdown(ref.label)}**: {ui.escape_markdown(models.family_label(ref))}{verdict}"
+                    f"  \n{ui.marked_tokens(checked)}")
+        models.runaway_note(trace, tokens)
     if reference is not None:
         st.caption("Words in red differ from the reference at that position.")
 
@@ -50,26 +50,31 @@ st.subheader("2. The chapter's sentences")
 rows = []
 for english, french in CHAPTER_PAIRS:
     row = {"English": english}
-    for name in NAMES:
-        out = ui.translation(name, tuple(english.split())).out_tokens
-        row[name.removesuffix("-translator")] = "✓" if out == french.split() else "✗ " + " ".join(out)
+    for ref in picked:
+        out = models.translation(ref, tuple(english.split())).out_tokens
+        row[ref.label] = "✓" if out == french.split() else "✗ " + " ".join(out)
     row["reference French"] = french
     rows.append(row)
 st.table(rows, border="horizontal", hide_index=True)
 st.caption("✓: the model's greedy output is exactly the reference; otherwise its output is shown.")
 
 st.subheader("3. Measured: quality against sentence length")
-metadata = ui.zoo_metadata()
+measured = models.measured(picked)
 metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric",
                   bind="query-params")
-ui.chart(charts.translation_by_length_chart(metadata, NAMES, metric),
-         charts.translation_by_length_data(metadata, NAMES), "encoder-decoder-length")
-plain, additive = metadata["plain"]["metrics"], metadata["additive"]["metrics"]
-st.markdown(
-    f"On held-out sentences of 25 tokens or more, the plain encoder-decoder gets **{plain['exact_match_ge25']:.0%}** "
-    f"exactly right, against **{additive['exact_match_ge25']:.0%}** with attention. The same fall-off as "
-    "Bahdanau et al. (2014, Fig. 2): the longer the sentence, the more one vector has to hold. Beyond the "
-    "dashed line the sentences are longer than any seen in training."
-)
+ui.chart(charts.translation_by_length_chart(measured, models.families(picked), metric),
+         charts.translation_by_length_data(measured, models.families(picked)), "encoder-decoder-length")
+plain, additive = models.shipped_meta("plain"), models.shipped_meta("additive")
+if plain is not None and additive is not None:
+    st.markdown(
+        f"On held-out sentences of 25 tokens or more, the shipped plain encoder-decoder gets "
+        f"**{plain['metrics']['exact_match_ge25']:.0%}** exactly right, against "
+        f"**{additive['metrics']['exact_match_ge25']:.0%}** with attention. The same fall-off as "
+        "Bahdanau et al. (2014, Fig. 2): the longer the sentence, the more one vector has to hold. Beyond the "
+        "dashed line the sentences are longer than any seen in training."
+    )
+if any(not ref.shipped for ref in picked):
+    st.caption("Your own translators are measured here with the same evaluation code on the same held-out "
+               "sentences as the shipped ones.")
 
 ui.share_box("encoder-decoder")

@@ -4,11 +4,7 @@ import streamlit as st
 
 from seqviz import charts, ui
 from seqviz.analysis import gates
-
-# The choice as it reads in the address (?model=translator+encoder) -> the zoo model whose LSTM is replayed.
-SOURCES = {"email classifier": "lstm", "translator encoder": "additive"}
-LABELS = {"email classifier": "The LSTM email classifier",
-          "translator encoder": "The attention translator's LSTM encoder (its forward direction)"}
+from seqviz.ui import models
 
 st.title("LSTM: a memory with gates")
 st.markdown(
@@ -25,26 +21,29 @@ st.markdown(
     "nn.LSTM to 1e-5 in the tests)."
 )
 
-if not ui.models_ready(list(SOURCES.values())):
+picked = models.pick("gates", "lstm", label="Model with an LSTM")
+models.download_buttons(picked, "lstm-gates")
+if not picked:
+    ui.share_box("lstm-gates")
     st.stop()
-
-choice = st.radio("Model", list(SOURCES), horizontal=True, key="model",
-                  bind="query-params")
-source = SOURCES[choice]
-st.caption(f"{LABELS[choice]}, replayed word by word.")
+ref = picked[0]
+where = ("its encoder's LSTM, forward direction, reading the English" if models.checkpoint(ref).translates
+         else "its LSTM layer")
+st.caption(ui.escape_markdown(f"{ref.label} ({models.family_label(ref)}): {where}, replayed word by word."))
 tokens = ui.sentence_tokens("Type a sentence in the sidebar to see the gates.")
 if not tokens:
     ui.share_box("lstm-gates")
     st.stop()
 
-vocab_name = "tokens" if source == "lstm" else "src"
-ui.unknown_note(ui.checkpoint(source).vocabularies[vocab_name], tokens, LABELS[choice])
-trace = ui.lstm_gates(source, tokens)
+models.unknown_note(ref, tokens)
+trace = models.gates(ref, tokens)
 hidden = trace.forget_gate.shape[1]
 
 st.subheader("1. Every gate, unit by unit")
-count = st.slider("Units to show (those whose cell state moves most)", 4, hidden, value=min(16, hidden), step=4,
-                  key="units", bind="query-params")
+count = hidden
+if hidden > 4:
+    count = st.slider("Units to show (those whose cell state moves most)", 4, hidden, value=min(16, hidden),
+                      step=4 if hidden % 4 == 0 else 1, key="units", bind="query-params")
 units = gates.most_active_units(trace, count)
 ui.chart(charts.gates_chart(trace, units), charts.gates_data(trace), "lstm-gates")
 

@@ -6,8 +6,9 @@ from seqviz import charts, ui
 from seqviz.analysis.bag_of_words import compare_bags
 from seqviz.data.emails import CHAPTER_EMAILS, TEAMS
 from seqviz.text import tokenize
+from seqviz.ui import models
 
-CLASSIFIERS = ["bow", "rnn", "gru", "lstm", "transformer"]
+SHIPPED = ["bow", "rnn", "gru", "lstm", "transformer"]  # shown first; the picker adds any email classifier
 
 st.title("Order matters")
 st.markdown(
@@ -32,45 +33,58 @@ st.markdown(
     f"**{bags.cosine:.3f}** (1 means the same bag). A model that only counts words has almost nothing to go on."
 )
 
-if not ui.models_ready(CLASSIFIERS):
-    st.stop()
-
 st.subheader("2. What the trained models say")
 st.markdown(
     "Five classifiers trained here on generated Cartwise emails: a bag-of-words naive Bayes, and four that "
     "read in order (a plain RNN, a GRU, an LSTM and a small transformer). Each bar shows the probability "
-    "of each team."
+    "of each team. Add your own email classifiers (from the sidebar's *Your models*) to compare them."
 )
+picked = models.pick("email-classifier", SHIPPED, multi=True, label="Email classifiers")
+models.download_buttons(picked, "order")
+if not picked:
+    ui.share_box("order")
+    st.stop()
 a_col, b_col = st.columns(2)
 for column, (text, label), name in ((a_col, CHAPTER_EMAILS[0], "Email A"), (b_col, CHAPTER_EMAILS[1], "Email B")):
     with column:
         tokens = tuple(tokenize(text))
-        traces = {model: ui.classifier_trace(model, tokens) for model in CLASSIFIERS}
+        traces = {ref.label: models.classify(ref, tokens) for ref in picked}
         ui.chart(charts.probabilities_chart(traces, title=f"{name}: should be {label}"),
                  charts.probabilities_data(traces), f"order-{name[-1].lower()}")
         right_models = [m for m, t in traces.items() if t.predicted == label]
-        st.caption(f"Right on {name}: {', '.join(right_models) or 'none'}.")
+        st.caption(ui.escape_markdown(f"Right on {name}: {', '.join(right_models) or 'none'}."))
 
 st.subheader("3. Your sentence")
 tokens = ui.sentence_tokens("Type a sentence in the sidebar to see how each model routes it.")
 if tokens:
-    mine = {model: ui.classifier_trace(model, tokens) for model in CLASSIFIERS}
-    ui.unknown_note(ui.checkpoint("lstm").vocabularies["tokens"], tokens, "The email models")
+    mine = {ref.label: models.classify(ref, tokens) for ref in picked}
+    for ref in picked:
+        models.unknown_note(ref, tokens)
     ui.chart(charts.probabilities_chart(mine, title="The sidebar sentence"), charts.probabilities_data(mine),
              "order-sentence")
     votes = ", ".join(f"{m}: {t.predicted}" for m, t in mine.items())
     st.caption(ui.escape_markdown(f"Predicted team per model: {votes}."))
 
 st.subheader("4. Measured on held-out emails")
-metadata = ui.zoo_metadata()
-ui.chart(charts.twins_chart(metadata, CLASSIFIERS), charts.twins_data(metadata, CLASSIFIERS), "order-twins")
-bow = metadata["bow"]["metrics"]
-st.markdown(
-    f"The twins set holds {bow['n_twin_pairs']} pairs of generated emails with **exactly** the same words and "
-    f"different teams. Naive Bayes multiplies one factor per word, so two emails with the same words get the "
-    f"same scores and the same answer: it gave both twins the same team in "
-    f"**{bow['twins_same_prediction']:.0%}** of pairs, so it can be right on at most one of each pair, "
-    f"50%. That is not bad luck, it is the model: counting words throws the order away."
-)
+measured = models.measured(picked)
+ui.chart(charts.twins_chart(measured, models.families(picked)), charts.twins_data(measured, models.families(picked)),
+         "order-twins")
+bow = models.shipped_meta("bow")
+if bow is not None:
+    bow = bow["metrics"]
+    st.markdown(
+        f"The twins set holds {bow['n_twin_pairs']} pairs of generated emails with **exactly** the same words and "
+        f"different teams. Naive Bayes multiplies one factor per word, so two emails with the same words get the "
+        f"same scores and the same answer: the shipped bag of words gave both twins the same team in "
+        f"**{bow['twins_same_prediction']:.0%}** of pairs, so it can be right on at most one of each pair, "
+        f"50%. That is not bad luck, it is the model: counting words throws the order away."
+    )
+yours = [ref for ref in picked if not ref.shipped]
+if yours:
+    st.caption(ui.escape_markdown(
+        "Measured here with the same evaluation code and the same held-out emails as the shipped models: "
+        + "; ".join(f"{ref.label}: twins {measured[ref.label]['metrics']['twins_accuracy']:.1%}, same answer for "
+                    f"both twins in {measured[ref.label]['metrics']['twins_same_prediction']:.0%} of pairs"
+                    for ref in yours) + "."))
 
 ui.share_box("order")

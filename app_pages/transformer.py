@@ -4,6 +4,7 @@ import streamlit as st
 
 from seqviz import charts, ui
 from seqviz.analysis.timing import ATTENTION_LABEL, LSTM_LABEL
+from seqviz.ui import models
 
 CHAPTER_CODE = '''import torch
 import torch.nn as nn
@@ -38,23 +39,27 @@ st.markdown(
     "to each other word, computed with matrix multiplications rather than a 40-step loop."
 )
 
-if not ui.models_ready(["transformer", "transformer-translator", "plain", "additive", "dot"]):
-    st.stop()
-
-st.subheader("2. Self-attention of the trained email classifier, every layer and head")
+st.subheader("2. Self-attention of a trained email classifier, every layer and head")
 tokens = ui.sentence_tokens()
-if tokens:
-    ui.unknown_note(ui.checkpoint("transformer").vocabularies["tokens"], tokens, "The email transformer")
-    trace = ui.self_attention("transformer", tokens)
+encoder = models.pick("self-attention", "transformer", label="Transformer classifier", key="model")
+models.download_buttons(encoder, "transformer-classifier")
+if tokens and encoder:
+    models.unknown_note(encoder[0], tokens)
+    trace = models.self_attention(encoder[0], tokens)
     ui.chart(charts.attention_heads_chart(trace.tokens, trace.weights),
              charts.attention_heads_data(trace.tokens, trace.weights), "transformer-self-attention")
     st.caption("Rows: the word attending; columns: the word it looks at; each row adds to 1. Different heads "
                "learn to look for different things, all in one step.")
 
-    st.subheader("3. Cross-attention of the trained transformer translator")
-    translated = ui.translation("transformer-translator", tokens)
+st.subheader("3. Cross-attention of a trained transformer translator")
+translator = models.pick("cross-attention", "transformer-translator", label="Transformer translator",
+                         key="translator")
+models.download_buttons(translator, "transformer-translator")
+if tokens and translator:
+    models.unknown_note(translator[0], tokens)
+    translated = models.translation(translator[0], tokens)
     st.markdown("It writes: " + ui.escape_markdown(" ".join(translated.out_tokens) or "(nothing)"))
-    ui.runaway_note(translated, tokens)
+    models.runaway_note(translated, tokens)
     if translated.out_tokens:
         ui.chart(charts.attention_heads_chart(translated.src_tokens, translated.cross, queries=translated.out_tokens,
                                               row_title="French word written", col_title="English word"),
@@ -75,10 +80,11 @@ st.markdown(
     "multiplications, work a GPU can spread over thousands of cores at once. (On a CPU, attention's T × T "
     "table grows with the square of the length, so its advantage here is smaller than on a GPU.)"
 )
-metadata = ui.zoo_metadata()
-translators = ["plain", "additive", "dot", "transformer-translator"]
-ui.chart(charts.throughput_chart(metadata, translators), charts.throughput_data(metadata, translators),
-         "transformer-throughput")
+metadata = {name: meta for name in ("plain", "additive", "dot", "transformer-translator")
+            if (meta := models.shipped_meta(name)) is not None}
+if metadata:
+    ui.chart(charts.throughput_chart(metadata, list(metadata)), charts.throughput_data(metadata, list(metadata)),
+             "transformer-throughput")
 st.caption("From the training command's own clock (steps × batch size ÷ training seconds), one thread per model, "
            "with other work sharing the machine: rough figures. `python -m benchmarks` measures them again.")
 

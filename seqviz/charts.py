@@ -18,15 +18,24 @@ from seqviz.analysis.tiny_rnn import CHAPTER_PRODUCT, CHAPTER_STEPS_BACK, TinyRN
 # Colours that stay apart for colour-blind readers (Okabe–Ito).
 BLUE, ORANGE, GREEN, VERMILLION, PURPLE, GREY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#777777"
 
-# One colour per model on every chart.
-MODEL_COLOURS = {"bow": GREY, "rnn": VERMILLION, "gru": GREEN, "lstm": BLUE, "transformer": PURPLE,
-                 "plain": VERMILLION, "additive": BLUE, "dot": GREEN, "transformer-translator": PURPLE}
+SKY, YELLOW, BLACK = "#56B4E9", "#F0E442", "#000000"
+
+# A model's colour follows its family, the same on every chart; a second model of a family on the same chart
+# (a visitor's own, say) takes the next free colour of EXTRA_COLOURS, so no two lines share one.
+FAMILY_COLOURS = {"bow": GREY, "rnn": VERMILLION, "gru": GREEN, "lstm": BLUE, "transformer": PURPLE,
+                  "plain": VERMILLION, "additive": BLUE, "dot": GREEN, "transformer-seq2seq": PURPLE}
+EXTRA_COLOURS = (ORANGE, SKY, BLACK, YELLOW, PURPLE, GREEN, BLUE, VERMILLION)
 
 
-def model_colours(names) -> alt.Scale:
-    """A colour scale for these model names (memory-rnn takes rnn's colour)."""
-    names = list(names)
-    return alt.Scale(domain=names, range=[MODEL_COLOURS.get(n.removeprefix("memory-"), ORANGE) for n in names])
+def model_colours(families: dict[str, str]) -> alt.Scale:
+    """A colour scale for {model label: family}, in the order given."""
+    used: list[str] = []
+    for family in families.values():
+        colour = FAMILY_COLOURS.get(family)
+        if colour is None or colour in used:
+            colour = next((c for c in EXTRA_COLOURS if c not in used), GREY)
+        used.append(colour)
+    return alt.Scale(domain=list(families), range=used)
 
 
 # Smallest magnitude drawn on a log axis; below it a value is reported as 0.
@@ -410,13 +419,13 @@ def saliency_data(saliencies: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def saliency_chart(saliencies: dict) -> alt.Chart:
+def saliency_chart(saliencies: dict, families: dict[str, str]) -> alt.Chart:
     data = saliency_data(saliencies)
     data = data[data["gradient size"] > 0]
     base = alt.Chart(data).encode(
         x=alt.X("steps back from the end:Q", title="steps back from the last word", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("gradient size:Q", scale=alt.Scale(type="log"), title="‖∂ score / ∂ xₜ‖ (log scale)"),
-        color=alt.Color("model:N", scale=model_colours(saliencies), legend=alt.Legend(orient="bottom", title=None)),
+        color=alt.Color("model:N", scale=model_colours(families), legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("word:N"), alt.Tooltip("steps back from the end:Q"),
                  alt.Tooltip("gradient size:Q", format=".3e"), alt.Tooltip("predicted:N")],
     )
@@ -442,7 +451,7 @@ def jacobian_data(curves: dict) -> pd.DataFrame:
     return data[~data["bound"] | (data["norm"] <= ceiling)]
 
 
-def jacobian_chart(curves: dict) -> alt.LayerChart:
+def jacobian_chart(curves: dict, families: dict[str, str]) -> alt.LayerChart:
     data = jacobian_data(curves)
     present = {state for _, state in curves}
     states = [s for s in ("trained", "untrained") if s in present] + sorted(present - {"trained", "untrained"})
@@ -454,7 +463,7 @@ def jacobian_chart(curves: dict) -> alt.LayerChart:
                  alt.Tooltip("norm:Q", format=".3e")],
     )
     measured = alt.Chart(data[~data["bound"]]).mark_line(strokeWidth=2.5).encode(
-        color=alt.Color("model:N", scale=model_colours(["rnn", "gru", "lstm"]),
+        color=alt.Color("model:N", scale=model_colours(families),
                         legend=alt.Legend(orient="bottom", title="model")),
         strokeDash=alt.StrokeDash("state:N", scale=alt.Scale(domain=states, range=dashes[: len(states)]),
                                   legend=alt.Legend(orient="bottom", title="weights", labelLimit=300, symbolSize=400)),
@@ -489,17 +498,18 @@ def timing_chart(rows) -> alt.Chart:
 # --- Measured results from the zoo's metadata (JSON only, no torch) -------------------------------
 
 
-def twins_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame:
+def twins_data(metadata: dict[str, dict], families: dict[str, str]) -> pd.DataFrame:
     rows = []
-    for name in names:
+    for name in families:
         metrics = metadata[name]["metrics"]
         rows.append({"model": name, "held-out set": "test emails", "accuracy": metrics["test_accuracy"]})
         rows.append({"model": name, "held-out set": "word-identical twins", "accuracy": metrics["twins_accuracy"]})
     return pd.DataFrame(rows)
 
 
-def twins_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
-    data = twins_data(metadata, names)
+def twins_chart(metadata: dict[str, dict], families: dict[str, str]) -> alt.Chart:
+    names = list(families)
+    data = twins_data(metadata, families)
     base = alt.Chart(data).encode(
         y=alt.Y("model:N", sort=names, title=None),
         x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="accuracy"),
@@ -517,9 +527,10 @@ def twins_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
 
 
 def memory_curve(meta: dict, step: int | None = None) -> dict[str, float]:
-    """Accuracy by distance of a memory model, after ``step`` training steps (None: the shipped model)."""
+    """Accuracy by distance of a memory model after ``step`` training steps (None, or a model measured only
+    when its training ended, as a visitor's: its final accuracy)."""
     metrics = meta["metrics"]
-    if step is None:
+    if step is None or not metrics.get("learning_curve"):
         return metrics["accuracy_by_distance"]
     for point in metrics.get("learning_curve", []):
         if point["step"] == step:
@@ -527,21 +538,23 @@ def memory_curve(meta: dict, step: int | None = None) -> dict[str, float]:
     raise KeyError(f"no measurement after {step} steps")
 
 
-def memory_data(metadata: dict[str, dict], names: list[str], step: int | None = None) -> pd.DataFrame:
+def memory_data(metadata: dict[str, dict], families: dict[str, str], step: int | None = None) -> pd.DataFrame:
     rows = []
-    for name in names:
+    for name in families:
         for distance, accuracy in memory_curve(metadata[name], step).items():
             rows.append({"model": name, "distance": int(distance), "accuracy": accuracy})
     return pd.DataFrame(rows)
 
 
-def memory_accuracy_chart(metadata: dict[str, dict], names: list[str], step: int | None = None) -> alt.LayerChart:
-    data = memory_data(metadata, names, step)
+def memory_accuracy_chart(metadata: dict[str, dict], families: dict[str, str],
+                          step: int | None = None) -> alt.LayerChart:
+    names = list(families)
+    data = memory_data(metadata, families, step)
     chance = metadata[names[0]]["metrics"]["chance"]
     base = alt.Chart(data).encode(
         x=alt.X("distance:Q", title="distance: words between the first word and the answer"),
         y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="held-out accuracy"),
-        color=alt.Color("model:N", sort=names, scale=model_colours(names),
+        color=alt.Color("model:N", sort=names, scale=model_colours(families),
                         legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("distance:Q"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
@@ -557,9 +570,9 @@ def memory_accuracy_chart(metadata: dict[str, dict], names: list[str], step: int
         height=300, title=f"Remember the first word: held-out accuracy against distance, {when}")
 
 
-def translation_by_length_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame:
+def translation_by_length_data(metadata: dict[str, dict], families: dict[str, str]) -> pd.DataFrame:
     rows = []
-    for name in names:
+    for name in families:
         for bucket, values in metadata[name]["metrics"]["buckets"].items():
             lo, hi = (int(x) for x in bucket.split("-"))
             for metric in ("exact_match", "token_accuracy"):
@@ -569,14 +582,15 @@ def translation_by_length_data(metadata: dict[str, dict], names: list[str]) -> p
     return pd.DataFrame(rows)
 
 
-def translation_by_length_chart(metadata: dict[str, dict], names: list[str], metric: str = "exact match"):
-    data = translation_by_length_data(metadata, names)
+def translation_by_length_chart(metadata: dict[str, dict], families: dict[str, str], metric: str = "exact match"):
+    names = list(families)
+    data = translation_by_length_data(metadata, families)
     data = data[data["metric"] == metric]
     limit = metadata[names[0]]["metrics"]["max_train_src_len"]
     base = alt.Chart(data).encode(
         x=alt.X("middle:Q", title="source sentence length (tokens, bucket middle)"),
         y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric),
-        color=alt.Color("model:N", sort=names, scale=model_colours(names),
+        color=alt.Color("model:N", sort=names, scale=model_colours(families),
                         legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("source length:N"), alt.Tooltip("value:Q", format=".1%"),
                  alt.Tooltip("n:Q", title="sentences")],
@@ -619,7 +633,11 @@ def step_data(step, src_tokens: list[str]) -> pd.DataFrame:
                          "e^(score − max)": np.exp(scores - scores.max()), "weight α": step.weights})
 
 
-def step_chart(step, src_tokens: list[str]) -> alt.HConcatChart:
+# How each attention part scores a source word (the decoder state s asks, the encoder state hⱼ answers).
+SCORE_FORMULAS = {"additive": "vᵀ tanh(W s + U hⱼ)", "dot": "s · W_a hⱼ"}
+
+
+def step_chart(step, src_tokens: list[str], family: str = "additive") -> alt.HConcatChart:
     """The chapter's steps ① and ② on the real model: scores, then the softmax weights."""
     data = step_data(step, src_tokens)
     words = list(data["source word"])
@@ -628,9 +646,42 @@ def step_chart(step, src_tokens: list[str]) -> alt.HConcatChart:
     height = max(18 * len(words), 80)
     y = alt.Y("source word:N", sort=words, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=160))
     scores = alt.Chart(data).mark_bar(color=GREY).encode(
-        y=y, x=alt.X("score:Q", title="① score vᵀ tanh(W s + U hⱼ)"), tooltip=tooltip
+        y=y, x=alt.X("score:Q", title=f"① score {SCORE_FORMULAS.get(family, '')}".rstrip()), tooltip=tooltip
     ).properties(height=height, width=220)
     weights = alt.Chart(data).mark_bar(color=BLUE).encode(
         y=y, x=alt.X("weight α:Q", title="② softmax weight α", scale=alt.Scale(domain=[0, 1])), tooltip=tooltip
     ).properties(height=height, width=220)
     return alt.hconcat(scores, weights).properties(title=f"Writing “{step.output_token}”")
+
+
+# --- Training in the app ---------------------------------------------------------------------------
+
+MAX_CURVE_POINTS = 300  # a loss curve is drawn from at most this many points (means over runs of steps)
+
+
+def training_data(losses, metric_history, metric_name: str) -> pd.DataFrame:
+    """One row per drawn point: the training loss (binned to MAX_CURVE_POINTS means) and the held-out metric."""
+    rows = []
+    losses = [(int(s), float(v)) for s, v in losses if np.isfinite(v)]
+    size = max(1, -(-len(losses) // MAX_CURVE_POINTS))
+    for start in range(0, len(losses), size):
+        chunk = losses[start : start + size]
+        rows.append({"step": chunk[-1][0], "curve": "training loss", "value": float(np.mean([v for _, v in chunk]))})
+    rows += [{"step": int(s), "curve": metric_name, "value": float(v)} for s, v in metric_history]
+    return pd.DataFrame(rows, columns=["step", "curve", "value"])
+
+
+def training_chart(losses, metric_history, metric_name: str, steps: int) -> alt.HConcatChart:
+    """The run so far: training loss (log scale) and the held-out metric against steps, side by side."""
+    data = training_data(losses, metric_history, metric_name)
+    x = alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, max(1, steps)]))
+    tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".4f")]
+    loss = alt.Chart(data[data["curve"] == "training loss"]).mark_line(color=VERMILLION).encode(
+        x=x, y=alt.Y("value:Q", scale=alt.Scale(type="log"), title="training loss (log scale)"), tooltip=tooltip,
+    ).properties(width=330, height=220, title="Training loss")
+    held_out = alt.Chart(data[data["curve"] == metric_name])
+    metric = (held_out.mark_line(color=BLUE) + held_out.mark_point(color=BLUE, filled=True)).encode(
+        x=x, y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric_name),
+        tooltip=tooltip,
+    ).properties(width=330, height=220, title="Held-out " + metric_name.removeprefix("held-out "))
+    return alt.hconcat(loss, metric)

@@ -17,6 +17,11 @@ TINY_RNN_MAX_INPUT_CHARS = 600  # characters of the typed input sequence
 VECTOR_RANGE = (-5.0, 5.0)  # each coordinate of the query and key vectors
 MAX_WORD_CHARS = 20  # a key's word label
 
+# A visitor's own models (uploaded or trained in their browser session).
+MAX_UPLOAD_MB = 16  # a checkpoint file larger than this is refused before it is read (zoo files are < 1 MB)
+MAX_SESSION_MODELS = 8  # models one browser session keeps; more are refused until one is removed
+MAX_MODEL_NAME_CHARS = 40  # a model's name as shown in pickers and charts
+
 # Models: how long a translation may run, and how large a model a checkpoint may describe.
 MAX_MODEL_VOCAB = 50_000  # words in one vocabulary (the zoo's largest has a few hundred)
 MAX_MODEL_WIDTH = 2048  # emb_dim, hidden, d_model, d_ff, attn_dim
@@ -29,6 +34,7 @@ MAX_MODEL_LABELS = 64  # classes of a classifier
 def output_limit(source_tokens: int) -> int:
     """Longest translation decoded for a source of this many tokens (the grammar's French is under 1.5x + 5)."""
     return 2 * source_tokens + 5
+
 
 # Training in the app (/train): what one visitor's run may cost a shared server.
 TRAIN_MAX_PARAMETERS = 600_000  # numbers one model may learn (the zoo's largest translator has 247k)

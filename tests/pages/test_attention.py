@@ -60,6 +60,12 @@ def test_real_model_alignment_and_steps(open_page):
     assert "The context for “téléphone”" in all_text(at).replace("\\", "")
 
 
+def test_the_transformer_translator_aligns_too(open_page):
+    at = open_page(PAGE, model="transformer-translator", s="where is my parcel ?")
+    assert at.multiselect(key="model").value == ["transformer-translator"]
+    assert len(at.get("vega_lite_chart")) == 3  # 2 worked example + its cross-attention (no per-step detail)
+
+
 def test_a_runaway_translation_is_stopped_and_said(open_page):
     at = open_page(PAGE, s="parcel")  # outside the grammar: the additive model repeats "colis" until stopped
     assert "Stopped at 7 words without an end-of-sentence marker" in all_text(at)

@@ -6,7 +6,7 @@ PAGE = "app_pages/vanishing_gradients.py"
 def test_saliency_jacobians_and_memory(open_page):
     at = open_page(PAGE)
     text = all_text(at)
-    assert "σ_max(W_h)" in text and "shipped RNN η =" in text
+    assert "σ_max(W_h)" in text and "for rnn η =" in text
     assert "Accuracy at distance 20 after 300 steps" in text
     assert len(at.get("vega_lite_chart")) == 3
 
@@ -15,7 +15,7 @@ def test_scaling_the_recurrent_weights(open_page):
     at = open_page(PAGE, T="50")
     at.select_slider(key="scale").set_value(3.0).run()
     assert not at.exception
-    assert "With W_h × 3, η =" in all_text(at)
+    assert "rnn with W_h × 3: η =" in all_text(at)
     at.select_slider(key="scale").set_value(0.25).run()
     assert "vanish" in all_text(at)
 
@@ -37,5 +37,5 @@ def test_explosion_is_called_only_when_measured(open_page):
     at = open_page(PAGE, T="50", scale="1.5")
     text = all_text(at)
     # η > 1 after scaling, but the measured gradient 20 steps back must decide what the page says
-    assert "With W_h × 1.5" in text
+    assert "rnn with W_h × 1.5" in text
     assert ("it explodes" in text) != ("it still vanishes" in text)

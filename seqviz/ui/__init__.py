@@ -1,6 +1,7 @@
-"""The only streamlit-aware module of seqviz: the shared sentence, charts with downloads, safe text.
+"""The only streamlit-aware part of seqviz: the shared sentence, charts with downloads, safe text.
 
-Pages call these helpers and hold no model math and build no chart themselves.
+Pages call these helpers (and :mod:`seqviz.ui.models` for models) and hold no model math and build no chart
+themselves.
 """
 
 from __future__ import annotations
@@ -60,16 +61,38 @@ def notice(message: str) -> None:
 
 
 def share_box(url_path: str) -> None:
-    """The address of this page with the current sentence and settings, ready to copy."""
+    """The address of this page with the current sentence and settings, ready to copy.
+
+    A visitor's own models cannot travel in a link (they live in this browser tab only): they are left out
+    of the address, and the box says so.
+    """
+    from seqviz.registry import YOURS_PREFIX
+    from seqviz.share import is_local_address
+
     address = f"{_app_base_url()}/{url_path}"
-    params = {k: v for k, v in st.query_params.to_dict().items() if isinstance(v, str)}
+    params: list[tuple[str, str]] = []
+    left_out = False
+    for key in st.query_params:
+        for value in st.query_params.get_all(key):
+            if key == SENTENCE_KEY:
+                continue
+            if value.startswith(YOURS_PREFIX):
+                left_out = True
+                continue
+            params.append((key, value))
     if sentence() != DEFAULT_SENTENCE:
-        params[SENTENCE_KEY] = sentence()  # "" too: ?s= opens an empty box
+        params.append((SENTENCE_KEY, sentence()))  # "" too: ?s= opens an empty box
     if params:
         address += "?" + urlencode(params)
     with st.sidebar:
         st.caption("Share this view: copy the address")
         st.code(address, language=None, wrap_lines=True)
+        if is_local_address(address):
+            st.caption("This address works only on this computer: to share the lab with a class, host it "
+                       "(README, *Share a hosted demo*) and share that host's address.")
+        if left_out:
+            st.caption("Your own models are not in this link: they live in this browser tab only. Whoever "
+                       "opens it sees the shipped models you picked.")
 
 
 def _app_base_url() -> str:
@@ -78,6 +101,11 @@ def _app_base_url() -> str:
     host = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "http://localhost:8501"
     base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
     return f"{host}/{base_path}" if base_path else host
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a label: "my model (yours)" -> "my-model-yours"."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "chart"
 
 
 def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
@@ -135,137 +163,6 @@ def sentence_tokens(hint: str = "Type a sentence in the sidebar.") -> tuple[str,
     return tuple(result.tokens)
 
 
-def unknown_note(vocab, tokens, model_label: str) -> None:
-    """Name the words a model has never seen; they are read as <unk>, never dropped."""
-    tokens = list(tokens)
-    unknown = vocab.unknown_words(tokens)
-    if unknown:
-        distinct = list(dict.fromkeys(unknown))
-        st.caption(escape_markdown(
-            f"Not in the vocabulary of {model_label.lower()}: {len(unknown)} of these {len(tokens)} tokens, "
-            f"read as <unk>: {', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
-
-
-# --- Shipped models: cached, read-only, shared by every session ------------------------------------
-
-
-@st.cache_resource(max_entries=16, show_spinner="Loading a trained model…")
-def checkpoint(name: str):
-    """A zoo model in eval mode with gradients off, shared read-only by all sessions (seqviz.zoo.load)."""
-    import torch
-
-    from seqviz import zoo
-
-    # Small models, many visitors: one thread per computation beats threads fighting over few cores.
-    torch.set_num_threads(1)
-    return zoo.load(name)
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def zoo_metadata() -> dict[str, dict]:
-    """name -> the JSON of every shipped model (no torch needed)."""
-    from seqviz import zoo
-
-    return zoo.all_metadata()
-
-
-def models_ready(names: list[str]) -> bool:
-    """True when every model in ``names`` is shipped; otherwise say which are missing and how to rebuild them."""
-    from seqviz import zoo
-
-    have = set(zoo.available())
-    missing = [n for n in names if n not in have]
-    if missing:
-        st.error(f"These trained models are not shipped in assets/models/: {', '.join(missing)}. "
-                 "Rebuild them with `python -m seqviz train --all`.")
-    return not missing
-
-
-# --- Traces: cached per (model, sentence) ---------------------------------------------------------
-# Arguments are plain strings and tuples so Streamlit can hash them; results are dataclasses of numpy.
-
-TRACE_CACHE = dict(max_entries=512, show_spinner=False)
-
-
-@st.cache_data(**TRACE_CACHE)
-def classifier_trace(name: str, tokens: tuple[str, ...]):
-    ck = checkpoint(name)
-    return ck.model.trace(list(tokens), ck.vocabularies["tokens"])
-
-
-@st.cache_data(**TRACE_CACHE)
-def lstm_gates(name: str, tokens: tuple[str, ...]):
-    """Gate trace of the lstm classifier, or of a translator's encoder (its forward direction)."""
-    import torch
-
-    from seqviz.models.classifiers import lstm_gate_trace
-
-    ck = checkpoint(name)
-    if hasattr(ck.model, "gate_trace"):
-        return ck.model.gate_trace(list(tokens), ck.vocabularies["tokens"])
-    vocab = ck.vocabularies["src"]
-    ids = vocab.encode(list(tokens))
-    with torch.inference_mode():
-        emb = ck.model.encoder.embed(torch.tensor([ids]))[0]  # (T, E)
-    return lstm_gate_trace(ck.model.encoder.lstm, emb, vocab.decode(ids))
-
-
-@st.cache_data(**TRACE_CACHE)
-def self_attention(name: str, tokens: tuple[str, ...]):
-    ck = checkpoint(name)
-    return ck.model.attention_trace(list(tokens), ck.vocabularies["tokens"])
-
-
-def output_limit(tokens) -> int:
-    """Longest translation decoded for a source of this length (the grammar's French is under 1.5x + 5)."""
-    return 2 * len(tokens) + 5
-
-
-@st.cache_data(**TRACE_CACHE)
-def translation(name: str, tokens: tuple[str, ...]):
-    ck = checkpoint(name)
-    src, tgt = ck.vocabularies["src"], ck.vocabularies["tgt"]
-    return ck.model.trace(src.encode(list(tokens)), src, tgt, max_len=output_limit(tokens))
-
-
-def runaway_note(trace, tokens) -> None:
-    """Say so when a translator stopped at the length limit without writing its end marker."""
-    if len(trace.out_tokens) >= output_limit(tokens):
-        st.caption(f"Stopped at {len(trace.out_tokens)} words without an end-of-sentence marker: the model was "
-                   "repeating itself, as translators do on sentences unlike anything they were trained on.")
-
-
-@st.cache_data(**TRACE_CACHE)
-def saliency(name: str, tokens: tuple[str, ...]):
-    from seqviz.analysis.gradients import saliency as compute
-
-    ck = checkpoint(name)
-    return compute(ck.model, list(tokens), ck.vocabularies["tokens"])
-
-
-@st.cache_resource(max_entries=8, show_spinner="Building the untrained twin of a model…")
-def initial_model(name: str):
-    """The zoo model ``name`` as it was before training: same config and seed, fresh weights."""
-    import torch
-
-    from seqviz import zoo
-    from seqviz.models import build
-
-    ck = checkpoint(name)
-    with torch.random.fork_rng():  # leave the process's random state alone
-        torch.manual_seed(zoo.entry(name).seed)
-        model = build(ck.family, ck.config)
-    return model.eval().requires_grad_(False)
-
-
-@st.cache_data(max_entries=64, show_spinner="Measuring ‖∂h_T/∂h_k‖ on random sequences…")
-def jacobian_curve(name: str, trained: bool, length: int, scale: float = 1.0):
-    from seqviz.analysis.gradients import jacobian_curve as compute
-
-    model = checkpoint(name).model if trained else initial_model(name)
-    return compute(model, length=length, samples=3, scale=scale)
-
-
 def marked_tokens(checked) -> str:
     """Markdown of a translation with the words that differ from the reference in red (text escaped)."""
     words = []
@@ -286,6 +183,7 @@ def chapter_shapes():
 def forward_times():
     """Measured once per server; the page's "Measure again" clears this cache."""
     from seqviz.analysis.timing import forward_times as compute
+    from seqviz.runtime import configure_torch
 
-    checkpoint("transformer")  # sets torch to one thread, as for every model here
+    configure_torch()  # one thread, as for every model here
     return compute()

@@ -1,0 +1,217 @@
+"""One registry for shipped and visitor models: a model is a value any page can take.
+
+A model is addressed by a :class:`ModelRef`: its name, its family, its task, whether it ships with the
+app, and the fingerprint of its checkpoint file (sha256 of the bytes). Every cache of traces and
+measurements is keyed by the fingerprint, so two visitors' models never collide, and a visitor's model
+never takes a shipped model's place under its name.
+
+- Shipped models are the zoo's single-file checkpoints in ``assets/models/`` (:func:`shipped`).
+- A visitor's models (uploaded, or trained in their browser session) live in a :class:`SessionModels`
+  store that the app keeps in that session's state only: another visitor never sees them, and a reload
+  of the browser tab, a new session, forgets them.
+
+What a page can show is a *view*; which models fit it follows from what the model can trace (its
+methods), and, where a view measures on held-out data, from its task (:data:`VIEWS`, :func:`fits`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seqviz import checkpoints, zoo
+from seqviz.limits import MAX_MODEL_NAME_CHARS, MAX_SESSION_MODELS
+
+YOURS_PREFIX = "yours-"  # a visitor model's key in a picker; never meaningful in a shared link
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    name: str  # the zoo's name for a shipped model; for a visitor's, the name they see (unique in the session)
+    fingerprint: str  # checkpoints.fingerprint of the file's bytes: the key of every cache
+    family: str  # a key of seqviz.models.FAMILIES
+    task: str | None  # the task it was trained on: "emails", "memory", "translation"
+    shipped: bool
+
+    @property
+    def key(self) -> str:
+        """The picker's value: the zoo name (kept in the address, ?model=dot) or a session-only key."""
+        return self.name if self.shipped else f"{YOURS_PREFIX}{self.fingerprint[:12]}"
+
+    @property
+    def label(self) -> str:
+        """How charts and pickers name it: a visitor's model says it is theirs."""
+        return self.name if self.shipped else f"{self.name} (yours)"
+
+
+# --- Views: what a page shows, and which models can show it ----------------------------------------
+
+
+def _translator(model) -> bool:
+    return hasattr(model, "translate")
+
+
+VIEWS: dict[str, tuple[str, Callable[[Any, str | None], bool]]] = {
+    # view: (what fits, in words; test on (model, task))
+    "email-classifier": ("any email classifier", lambda m, task: task == "emails" and hasattr(m, "predict_proba")),
+    "saliency": ("any email classifier that autograd can read (not the bag of words)",
+                 lambda m, task: task == "emails" and hasattr(m, "forward_from_embeddings")),
+    "recurrent": ("any recurrent classifier or memory model", lambda m, task: hasattr(m, "recurrent_layer")),
+    "memory": ("any model trained on the memory task", lambda m, task: task == "memory"),
+    "gates": ("any model with an LSTM: a classifier, a memory model, a translator's encoder",
+              lambda m, task: hasattr(m, "gate_trace")),
+    "translator": ("any translator", lambda m, task: _translator(m)),
+    "alignment": ("any translator with attention",
+                  lambda m, task: _translator(m) and bool(getattr(m, "has_attention", False))),
+    "self-attention": ("any transformer classifier", lambda m, task: hasattr(m, "attention_trace")),
+    "cross-attention": ("any transformer translator",
+                        lambda m, task: _translator(m) and bool(getattr(m, "attention_heads", False))),
+}
+
+
+def fits(view: str, checkpoint) -> bool:
+    """Can this loaded checkpoint be shown in ``view``?"""
+    if view not in VIEWS:
+        raise KeyError(f"unknown view {view!r}; known: {', '.join(VIEWS)}")
+    return VIEWS[view][1](checkpoint.model, checkpoint.task)
+
+
+# --- Shipped models -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shipped:
+    ref: ModelRef
+    path: Path
+    meta: dict
+
+
+@dataclass(frozen=True)
+class Broken:
+    name: str
+    path: Path
+    problem: str  # one sentence a person can act on
+
+    @property
+    def advice(self) -> str:
+        return (f"The shipped model {self.name!r} cannot be used: {self.problem} "
+                f"Rebuild it with `python -m seqviz train {self.name}`.")
+
+
+def shipped(directory: Path | None = None) -> tuple[dict[str, Shipped], dict[str, Broken]]:
+    """Every zoo model whose file is on disk and readable (header only, no torch), and the ones that are not."""
+    good: dict[str, Shipped] = {}
+    broken: dict[str, Broken] = {}
+    for name in zoo.NAMES:
+        path = zoo.path(name, directory)
+        if not path.is_file():
+            broken[name] = Broken(name, path, f"{path.name} is missing from assets/models/.")
+            continue
+        data = path.read_bytes()
+        try:
+            meta = checkpoints.read_meta(data)
+        except checkpoints.CheckpointError as error:
+            broken[name] = Broken(name, path, f"{path.name} is damaged ({error})")
+            continue
+        ref = ModelRef(name, checkpoints.fingerprint(data), meta["family"], meta.get("task"), shipped=True)
+        good[name] = Shipped(ref, path, meta)
+    return good, broken
+
+
+# --- A visitor's own models ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionModel:
+    ref: ModelRef
+    checkpoint: Any  # seqviz.checkpoints.Checkpoint, eval mode, gradients off
+    data: bytes  # the checkpoint file, offered back as a download
+    origin: str  # "uploaded" or "trained here"
+
+
+def _clean_name(raw: str) -> str:
+    """A short printable name from a file name or a checkpoint's "name" (no control or zero-width characters)."""
+    text = unicodedata.normalize("NFC", str(raw))
+    text = "".join(ch for ch in text if unicodedata.category(ch)[0] not in "CZ" or ch == " ")
+    text = re.sub(r"\s+", " ", text).strip(" .-_")
+    return text[:MAX_MODEL_NAME_CHARS].strip() or "model"
+
+
+def check_fits_task(checkpoint) -> None:
+    """A visitor's model is measured with the task's own evaluation: its task, labels and vocabularies must fit."""
+    from seqviz.tasks import TASKS, task_labels
+
+    task = checkpoint.task
+    if task not in TASKS:
+        raise checkpoints.CheckpointError(
+            f"The checkpoint's task is {str(task)[:40]!r}; seqviz models are trained on {', '.join(TASKS)}.")
+    expected = task_labels(task)
+    if expected is not None and tuple(checkpoint.labels or ()) != tuple(expected):
+        raise checkpoints.CheckpointError(
+            f"A {task} model must answer with the labels {', '.join(expected)}; this one has "
+            f"{', '.join(map(str, checkpoint.labels or ()))[:120] or 'none'}.")
+    needs = {"src", "tgt"} if _translator(checkpoint.model) else {"tokens"}
+    if set(checkpoint.vocabularies) != needs:
+        raise checkpoints.CheckpointError(
+            f"A {checkpoint.family} model needs the vocabularies {sorted(needs)}, "
+            f"not {sorted(checkpoint.vocabularies)}.")
+    if (task == "translation") != _translator(checkpoint.model):
+        raise checkpoints.CheckpointError(f"A {checkpoint.family} model cannot be trained on the {task} task.")
+
+
+class SessionModels:
+    """The models one browser session brought: uploaded or trained. Kept in that session's state only."""
+
+    def __init__(self, limit: int = MAX_SESSION_MODELS):
+        self.limit = limit
+        self._models: dict[str, SessionModel] = {}  # fingerprint -> model, in the order they came
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+    def __iter__(self):
+        return iter(list(self._models.values()))
+
+    def add(self, data: bytes, filename: str = "model", origin: str = "uploaded",
+            taken: set[str] | None = None) -> tuple[SessionModel, bool]:
+        """Validate and load a checkpoint file; returns (the model, whether it is new to this session).
+
+        Raises :class:`seqviz.checkpoints.CheckpointError` with a plain sentence when the file is not a
+        usable seqviz model; nothing from such a file is built. ``taken`` are names already in use
+        (the shipped models'), so a visitor's model never takes one of them.
+        """
+        data = bytes(data)
+        fingerprint = checkpoints.fingerprint(data)
+        if fingerprint in self._models:
+            return self._models[fingerprint], False
+        if len(self._models) >= self.limit:
+            raise checkpoints.CheckpointError(
+                f"You already have {self.limit} models in this session: remove one before adding another.")
+        checkpoint = checkpoints.load_bytes(data)
+        check_fits_task(checkpoint)
+        wanted = _clean_name(checkpoint.meta.get("name") or Path(str(filename)).stem)
+        name = self._unique(wanted, set(taken or ()))
+        ref = ModelRef(name, fingerprint, checkpoint.family, checkpoint.task, shipped=False)
+        model = SessionModel(ref, checkpoint, data, origin)
+        self._models[fingerprint] = model
+        return model, True
+
+    def _unique(self, wanted: str, taken: set[str]) -> str:
+        used = taken | {m.ref.name for m in self._models.values()}
+        name, n = wanted, 2
+        while name in used:
+            name, n = f"{wanted} ({n})", n + 1
+        return name
+
+    def remove(self, fingerprint: str) -> None:
+        self._models.pop(fingerprint, None)
+
+    def by_key(self, key: str) -> SessionModel | None:
+        return next((m for m in self._models.values() if m.ref.key == key), None)
+
+    def get(self, fingerprint: str) -> SessionModel | None:
+        return self._models.get(fingerprint)

@@ -1,0 +1,361 @@
+"""The app's models: the visitor's own beside the shipped ones, the pickers, and traces cached by fingerprint.
+
+A page asks for a view ("alignment", "gates", ...) with :func:`pick` and draws whatever models come back,
+shipped or the visitor's. Shipped models load once per server and are shared read-only; a visitor's models
+live in their session's state only (:func:`your_models`). Every cache of traces and measurements is keyed by
+the checkpoint's fingerprint, so visitors' models never collide and never pose as a shipped model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from seqviz import registry
+from seqviz.limits import MAX_SESSION_MODELS, MAX_UPLOAD_MB, output_limit
+from seqviz.registry import ModelRef, SessionModels
+
+SESSION_KEY = "_your_models"  # this session's SessionModels
+UPLOAD_KEY = "_upload"  # the sidebar's file uploader
+UPLOAD_MESSAGE_KEY = "_upload_message"  # (kind, text) of the last upload, shown until the next one
+
+
+# --- The visitor's models, in the sidebar ---------------------------------------------------------
+
+
+def your_models() -> SessionModels:
+    """This browser session's own models (uploaded or trained here); no other session sees them."""
+    if SESSION_KEY not in st.session_state:
+        st.session_state[SESSION_KEY] = SessionModels(MAX_SESSION_MODELS)
+    return st.session_state[SESSION_KEY]
+
+
+def add_model(data: bytes, filename: str, origin: str = "uploaded") -> tuple[ModelRef, bool]:
+    """Validate a checkpoint file and add it to this session's models (raises CheckpointError)."""
+    shipped, broken = _shipped()
+    model, new = your_models().add(data, filename, origin=origin, taken=set(shipped) | set(broken))
+    return model.ref, new
+
+
+def sidebar() -> None:
+    """The sidebar's "Your models": upload a checkpoint, see, download and remove this session's models."""
+    mine = your_models()
+    message = st.session_state.get(UPLOAD_MESSAGE_KEY)
+    with st.sidebar.expander(f"Your models ({len(mine)})", icon=":material/upload_file:",
+                             expanded=bool(len(mine)) or message is not None):
+        st.file_uploader(
+            "Upload a checkpoint (.safetensors)", type=["safetensors"], key=UPLOAD_KEY,
+            max_upload_size=MAX_UPLOAD_MB, on_change=_take_upload,
+            help="A single .safetensors file written by seqviz: by `python -m seqviz train`, or downloaded "
+                 "from any page's Download checkpoint button. It is checked whole before anything is built.")
+        if message is not None:
+            kind, text = message
+            (st.success if kind == "success" else st.error)(
+                _escape(text), icon=":material/check_circle:" if kind == "success" else ":material/error:")
+        for model in mine:
+            _your_model_row(model)
+        st.caption("Only this browser tab sees these models. Reloading the tab starts a new session and "
+                   "forgets them: download a checkpoint to keep it.")
+
+
+def _take_upload() -> None:
+    """The uploader's callback: validate the new file before the page runs, so every part of it sees the result."""
+    from seqviz.checkpoints import CheckpointError
+
+    upload = st.session_state.get(UPLOAD_KEY)
+    if upload is None:
+        return
+    try:
+        ref, new = add_model(upload.getvalue(), upload.name)
+        st.session_state[UPLOAD_MESSAGE_KEY] = (
+            "success", f"Added {ref.label}: pick it in the model list of any page it fits." if new
+            else f"{ref.label} is already here (the same file).")
+    except CheckpointError as error:
+        st.session_state[UPLOAD_MESSAGE_KEY] = ("error", f"{upload.name[:60]} was not loaded. {error}")
+
+
+def _your_model_row(model: registry.SessionModel) -> None:
+    from seqviz.models import FAMILIES
+
+    ref = model.ref
+    st.markdown(f"**{_escape(ref.name)}**  \n{_escape(FAMILIES[ref.family].label)}, {ref.task} task, "
+                f"{model.origin}")
+    row = st.container(horizontal=True)
+    row.download_button("Download checkpoint", data=model.data, file_name=_file_name(ref), key=f"dl-yours-{ref.key}",
+                        mime="application/octet-stream", icon=":material/download:", on_click="ignore")
+    if row.button("Remove", key=f"rm-{ref.key}", icon=":material/delete:"):
+        your_models().remove(ref.fingerprint)
+        st.session_state.pop(UPLOAD_MESSAGE_KEY, None)
+        st.rerun()
+
+
+def _escape(text: str) -> str:
+    from seqviz.ui import escape_markdown
+
+    return escape_markdown(text)
+
+
+def _file_name(ref: ModelRef) -> str:
+    stem = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in ref.name).strip("-") or "model"
+    return f"{stem}.safetensors"
+
+
+# --- Shipped models: read once per server, shared read-only -----------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def _shipped() -> tuple[dict[str, registry.Shipped], dict[str, registry.Broken]]:
+    return registry.shipped()
+
+
+@st.cache_resource(max_entries=32, show_spinner="Loading a trained model…")
+def _load_shipped(name: str, fingerprint: str):
+    """A zoo model in eval mode with gradients off; ``fingerprint`` keys the cache to the file's bytes."""
+    from seqviz import checkpoints
+    from seqviz.runtime import configure_torch
+
+    configure_torch()
+    return checkpoints.load(_shipped()[0][name].path)
+
+
+@st.cache_resource(show_spinner="Reading the shipped models…")
+def _shipped_views() -> dict[str, tuple[str, ...]]:
+    """view -> the shipped models that fit it (decided by what each loaded model can trace)."""
+    shipped, _ = _shipped()
+    loaded = {name: _load_shipped(name, s.ref.fingerprint) for name, s in shipped.items()}
+    return {view: tuple(n for n, ck in loaded.items() if registry.fits(view, ck)) for view in registry.VIEWS}
+
+
+def checkpoint(ref: ModelRef):
+    """The loaded checkpoint behind a reference (shipped: the server's shared copy; yours: this session's)."""
+    if ref.shipped:
+        return _load_shipped(ref.name, ref.fingerprint)
+    model = your_models().get(ref.fingerprint)
+    if model is None:
+        raise LookupError(f"{ref.label} is no longer in this session")
+    return model.checkpoint
+
+
+def shipped_ref(name: str) -> ModelRef | None:
+    found = _shipped()[0].get(name)
+    return found.ref if found else None
+
+
+def candidates(view: str) -> list[ModelRef]:
+    """The models that fit ``view``: the visitor's own first, then the shipped ones in the zoo's order."""
+    yours = [m.ref for m in your_models() if registry.fits(view, m.checkpoint)]
+    shipped = _shipped()[0]
+    return yours + [shipped[name].ref for name in _shipped_views()[view]]
+
+
+def pick(view: str, default: str | list[str], *, multi: bool = False, label: str = "Model",
+         key: str = "model") -> list[ModelRef]:
+    """A picker over the models that fit ``view``, bound to the address (?model=...); returns the chosen ones.
+
+    ``default`` names the shipped model(s) the page shows first. A shipped default that is missing or damaged
+    on disk is named with the command that rebuilds it; the page goes on with what it has.
+    """
+    defaults = [default] if isinstance(default, str) else list(default)
+    _report_broken(defaults)
+    options = candidates(view)
+    if not options:
+        st.warning(f"No model here fits this view ({registry.VIEWS[view][0]}).", icon=":material/warning:")
+        return []
+    by_key = {ref.key: ref for ref in options}
+    keys = list(by_key)
+    chosen_defaults = [k for k in defaults if k in by_key]
+    help_text = (f"Fits this view: {registry.VIEWS[view][0]}. Your own models (uploaded or trained in this "
+                 "browser tab) come first; shipped ones stay in the address when you share the page.")
+
+    def name_of(k: str) -> str:
+        return by_key[k].label if k in by_key else k
+
+    if multi:
+        chosen = st.multiselect(label, keys, default=chosen_defaults, format_func=name_of, key=key,
+                                bind="query-params", help=help_text)
+    else:
+        index = keys.index(chosen_defaults[0]) if chosen_defaults else 0
+        one = st.selectbox(label, keys, index=index, format_func=name_of, key=key, bind="query-params",
+                           help=help_text)
+        chosen = [one] if one is not None else []
+    refs = [by_key[k] for k in chosen if k in by_key]
+    if not refs:
+        st.info("Pick at least one model above.", icon=":material/touch_app:")
+    return refs
+
+
+def _report_broken(names: list[str]) -> None:
+    broken = _shipped()[1]
+    for name in names:
+        if name in broken:
+            st.error(broken[name].advice, icon=":material/error:")
+
+
+def download_buttons(refs: list[ModelRef], key: str) -> None:
+    """A "Download checkpoint" button for each model shown: the one file that the upload accepts back."""
+    if not refs:
+        return
+    with st.expander("Download checkpoint" + ("s" if len(refs) > 1 else ""), icon=":material/download:"):
+        for ref in refs:
+            row = st.container(horizontal=True, vertical_alignment="center")
+            row.download_button("Download checkpoint", data=_file_bytes(ref), file_name=_file_name(ref),
+                                mime="application/octet-stream", key=f"dl-{key}-{ref.key}",
+                                icon=":material/download:", on_click="ignore")
+            row.markdown(_escape(ref.label))
+
+
+def _file_bytes(ref: ModelRef):
+    if ref.shipped:
+        path = _shipped()[0][ref.name].path
+        return lambda: path.read_bytes()
+    model = your_models().get(ref.fingerprint)
+    return model.data if model is not None else b""
+
+
+def family_label(ref: ModelRef) -> str:
+    from seqviz.models import FAMILIES
+
+    return FAMILIES[ref.family].label
+
+
+def families(refs: list[ModelRef]) -> dict[str, str]:
+    """label -> family, in the order given: what charts colour models by."""
+    return {ref.label: ref.family for ref in refs}
+
+
+# --- Traces: cached per (fingerprint, sentence) -----------------------------------------------------
+# The checkpoint is passed with a leading underscore: Streamlit does not hash it, the fingerprint names it.
+
+TRACE_CACHE = dict(max_entries=512, show_spinner=False)
+
+
+@st.cache_data(**TRACE_CACHE)
+def _classify(fingerprint: str, tokens: tuple[str, ...], _ck):
+    return _ck.classify(list(tokens))
+
+
+@st.cache_data(**TRACE_CACHE)
+def _gates(fingerprint: str, tokens: tuple[str, ...], _ck):
+    return _ck.gates(list(tokens))
+
+
+@st.cache_data(**TRACE_CACHE)
+def _self_attention(fingerprint: str, tokens: tuple[str, ...], _ck):
+    return _ck.self_attention(list(tokens))
+
+
+@st.cache_data(**TRACE_CACHE)
+def _translation(fingerprint: str, tokens: tuple[str, ...], _ck):
+    return _ck.translation(list(tokens))
+
+
+@st.cache_data(**TRACE_CACHE)
+def _saliency(fingerprint: str, tokens: tuple[str, ...], _ck):
+    from seqviz.analysis.gradients import saliency
+
+    return saliency(_ck.model, list(tokens), _ck.input_vocab)
+
+
+def classify(ref: ModelRef, tokens):
+    return _classify(ref.fingerprint, tuple(tokens), checkpoint(ref))
+
+
+def gates(ref: ModelRef, tokens):
+    return _gates(ref.fingerprint, tuple(tokens), checkpoint(ref))
+
+
+def self_attention(ref: ModelRef, tokens):
+    return _self_attention(ref.fingerprint, tuple(tokens), checkpoint(ref))
+
+
+def translation(ref: ModelRef, tokens):
+    return _translation(ref.fingerprint, tuple(tokens), checkpoint(ref))
+
+
+def saliency(ref: ModelRef, tokens):
+    return _saliency(ref.fingerprint, tuple(tokens), checkpoint(ref))
+
+
+@st.cache_resource(max_entries=16, show_spinner="Building the untrained twin of a model…")
+def _untrained(fingerprint: str, _ck):
+    """The model as it was before training: same family, config and seed, fresh weights."""
+    import torch
+
+    from seqviz.models import build
+
+    with torch.random.fork_rng(devices=[]):  # leave the process's random state alone
+        torch.manual_seed(int(_ck.meta.get("seed") or 0))
+        model = build(_ck.family, _ck.config)
+    return model.eval().requires_grad_(False)
+
+
+@st.cache_data(max_entries=96, show_spinner="Measuring ‖∂h_T/∂h_k‖ on random sequences…")
+def _jacobian(fingerprint: str, trained: bool, length: int, scale: float, _ck):
+    from seqviz.analysis.gradients import jacobian_curve
+
+    model = _ck.model if trained else _untrained(fingerprint, _ck)
+    return jacobian_curve(model, length=length, samples=3, scale=scale)
+
+
+def jacobian(ref: ModelRef, trained: bool, length: int, scale: float = 1.0):
+    return _jacobian(ref.fingerprint, trained, int(length), float(scale), checkpoint(ref))
+
+
+def unknown_note(ref: ModelRef, tokens) -> None:
+    """Name the words a model has never seen; they are read as <unk>, never dropped."""
+    tokens = list(tokens)
+    unknown = checkpoint(ref).input_vocab.unknown_words(tokens)
+    if unknown:
+        distinct = list(dict.fromkeys(unknown))
+        st.caption(_escape(
+            f"Not in the vocabulary of {ref.label}: {len(unknown)} of these {len(tokens)} tokens, read as <unk>: "
+            f"{', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
+
+
+def runaway_note(trace, tokens) -> None:
+    """Say so when a translator stopped at the length limit without writing its end marker."""
+    if len(trace.out_tokens) >= output_limit(len(tokens)):
+        st.caption(f"Stopped at {len(trace.out_tokens)} words without an end-of-sentence marker: the model was "
+                   "repeating itself, as translators do on sentences unlike anything they were trained on.")
+
+
+# --- Held-out measurements: shipped ones from their checkpoints, a visitor's measured on demand ---------
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _task(task: str, vocabulary_key: str, _vocabularies):
+    """A task with these vocabularies (its data generated once per server for each vocabulary)."""
+    from seqviz.tasks import make_task
+
+    return make_task(task, vocabularies=_vocabularies)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _measure(fingerprint: str, _ck) -> dict:
+    words = "\n".join(f"{name}:{' '.join(vocab.itos)}" for name, vocab in sorted(_ck.vocabularies.items()))
+    task = _task(_ck.task, hashlib.sha256(words.encode()).hexdigest(), _ck.vocabularies)
+    return task.evaluate(_ck.model)
+
+
+def held_out(ref: ModelRef) -> dict:
+    """The model's held-out metrics, from the same evaluation code on the same held-out data for every model.
+
+    Shipped models carry theirs, measured when they were trained; a visitor's model is measured here, once
+    (then cached by fingerprint), with a spinner while it runs.
+    """
+    if ref.shipped:
+        return _shipped()[0][ref.name].meta.get("metrics") or {}
+    with st.spinner(f"Measuring {ref.label} on the held-out data (once, then kept)…"):
+        return _measure(ref.fingerprint, checkpoint(ref))
+
+
+def measured(refs: list[ModelRef]) -> dict[str, dict]:
+    """label -> {"metrics": ...}, the shape the comparison charts read."""
+    return {ref.label: {"metrics": held_out(ref)} for ref in refs}
+
+
+def shipped_meta(name: str) -> dict | None:
+    """A shipped model's whole JSON document (training seconds, steps, learning curve...), or None if missing."""
+    found = _shipped()[0].get(name)
+    return found.meta if found else None

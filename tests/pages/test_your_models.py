@@ -1,0 +1,140 @@
+"""A visitor's own models: uploaded in the sidebar, picked on every page that fits them, in that session only."""
+
+from pathlib import Path
+
+import pytest
+from checkpoint_files import hostile_files, tiny_checkpoint
+from conftest import all_text
+from streamlit.testing.v1 import AppTest
+
+from seqviz import checkpoints
+from seqviz.registry import YOURS_PREFIX
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def key_of(data: bytes) -> str:
+    return YOURS_PREFIX + checkpoints.fingerprint(data)[:12]
+
+
+def fresh() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    at.file_uploader(key="_upload").upload(name, data).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def on(at: AppTest, script: str) -> AppTest:
+    at.switch_page(script).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def messages(at: AppTest, kind: str) -> list[str]:
+    return [e.value.replace("\\", "") for e in getattr(at.sidebar, kind)]
+
+
+def charts(at: AppTest) -> int:
+    return len(at.get("vega_lite_chart"))
+
+
+@pytest.fixture(scope="module")
+def files():
+    return {kind: tiny_checkpoint(kind) for kind in ("dot-translator", "lstm-classifier")}
+
+
+def test_uploaded_models_on_every_page_that_fits(files):
+    dot, lstm = files["dot-translator"], files["lstm-classifier"]
+    at = upload(upload(fresh(), "tiny-dot.safetensors", dot), "tiny-lstm.safetensors", lstm)
+    assert "Added tiny-lstm (yours)" in messages(at, "success")[0]
+    assert "Your models (2)" in [e.label for e in at.sidebar.expander]
+    assert [b.label for b in at.sidebar.get("download_button")].count("Download checkpoint") == 2
+
+    # /order: the LSTM classifier beside the bag of words, its twins accuracy measured here
+    on(at, "app_pages/order.py")
+    picker = at.multiselect(key="model")
+    assert "tiny-lstm (yours)" in picker.options and "tiny-dot (yours)" not in picker.options
+    assert picker.options[0] == "tiny-lstm (yours)"  # the visitor's own come first
+    picker.set_value([key_of(lstm), "bow"]).run()
+    assert not at.exception
+    assert charts(at) >= 5
+    assert "tiny-lstm (yours): twins" in all_text(at)
+
+    # /lstm-gates: both have an LSTM (the translator's encoder)
+    on(at, "app_pages/lstm_gates.py")
+    for data, name in ((lstm, "tiny-lstm"), (dot, "tiny-dot")):
+        at.selectbox(key="model").set_value(key_of(data)).run()
+        assert not at.exception
+        assert f"{name} (yours)" in all_text(at)
+        assert charts(at) == 3
+
+    # /vanishing-gradients: saliency and ‖∂h_T/∂h_k‖ of the LSTM classifier
+    on(at, "app_pages/vanishing_gradients.py")
+    at.multiselect(key="model").set_value([key_of(lstm), "rnn"]).run()
+    at.multiselect(key="recurrent").set_value([key_of(lstm), "rnn"]).run()
+    assert not at.exception
+    assert charts(at) >= 3
+    assert "tiny-dot (yours)" not in at.multiselect(key="recurrent").options
+
+    # /encoder-decoder: the translator in the table of chapter pairs and in the length chart
+    on(at, "app_pages/encoder_decoder.py")
+    at.multiselect(key="model").set_value([key_of(dot), "plain"]).run()
+    assert not at.exception
+    assert "tiny-dot (yours)" in at.table[0].value.columns
+    assert "measured here with the same evaluation code" in all_text(at)
+    assert charts(at) == 1
+
+    # /attention: its alignment and one step read like the worked example
+    on(at, "app_pages/attention.py")
+    at.multiselect(key="model").set_value([key_of(dot)]).run()
+    assert not at.exception
+    assert "tiny-dot (yours)** writes" in "\n".join(m.value for m in at.markdown)
+    assert charts(at) >= 4  # two worked-example charts, the alignment, the step
+
+    # the share box leaves the visitor's model out, and says so
+    assert "not in this link" in all_text(at)
+    share = at.sidebar.code[0].value
+    assert YOURS_PREFIX not in share
+
+    # /transformer: neither fits; the shipped transformers are still shown
+    on(at, "app_pages/transformer.py")
+    assert "tiny-dot (yours)" not in at.selectbox(key="translator").options
+
+
+def test_an_upload_is_invisible_to_another_session(files):
+    mine = upload(fresh(), "tiny-dot.safetensors", files["dot-translator"])
+    theirs = on(fresh(), "app_pages/attention.py")
+    on(mine, "app_pages/attention.py")
+    assert "tiny-dot (yours)" in mine.multiselect(key="model").options
+    assert "tiny-dot (yours)" not in theirs.multiselect(key="model").options
+    assert "Your models (0)" in [e.label for e in theirs.sidebar.expander]
+
+
+def test_the_same_file_twice_and_remove(files):
+    at = upload(fresh(), "a.safetensors", files["lstm-classifier"])
+    at = upload(at, "b.safetensors", files["lstm-classifier"])
+    assert "already here" in messages(at, "success")[0]
+    assert "Your models (1)" in [e.label for e in at.sidebar.expander]
+    at.sidebar.button(key=f"rm-{key_of(files['lstm-classifier'])}").click().run()
+    assert not at.exception
+    assert "Your models (0)" in [e.label for e in at.sidebar.expander]
+    on(at, "app_pages/order.py")
+    assert "tiny-lstm (yours)" not in at.multiselect(key="model").options
+
+
+def test_hostile_uploads_get_a_message_and_nothing_runs(files, tmp_path):
+    marker = tmp_path / "created-by-a-pickle"
+    at = on(fresh(), "app_pages/attention.py")
+    for name, data in hostile_files(files["lstm-classifier"], marker).items():
+        upload(at, name, data)
+        errors = messages(at, "error")
+        assert errors and "was not loaded" in errors[0], (name, errors)
+        assert "Your models (0)" in [e.label for e in at.sidebar.expander], name
+        assert charts(at) >= 4, name  # the page still works
+    assert not marker.exists()

@@ -1,0 +1,118 @@
+"""The registry: shipped and visitor models behind one reference, views decided by what a model can trace."""
+
+import pytest
+from checkpoint_files import rewrite_meta, tiny_checkpoint
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seqviz import checkpoints, registry, zoo
+from seqviz.checkpoints import CheckpointError
+from seqviz.registry import SessionModels, fits
+
+
+@pytest.fixture(scope="module")
+def lstm_file() -> bytes:
+    return tiny_checkpoint("lstm-classifier")
+
+
+@pytest.fixture(scope="module")
+def dot_file() -> bytes:
+    return tiny_checkpoint("dot-translator")
+
+
+def test_shipped_models_are_all_readable_without_problems():
+    shipped, broken = registry.shipped()
+    assert set(shipped) == set(zoo.NAMES) and not broken
+    for name, entry in shipped.items():
+        assert entry.ref.shipped and entry.ref.key == name and entry.ref.label == name
+        assert entry.ref.fingerprint == checkpoints.fingerprint(entry.path.read_bytes())
+
+
+def test_missing_and_damaged_shipped_files_are_named_with_the_fix(tmp_path):
+    good = zoo.path("dot")
+    (tmp_path / good.name).write_bytes(good.read_bytes())
+    (tmp_path / "lstm.safetensors").write_bytes(b"not a checkpoint at all")
+    shipped, broken = registry.shipped(tmp_path)
+    assert list(shipped) == ["dot"]
+    assert "missing" in broken["additive"].problem
+    assert "damaged" in broken["lstm"].problem
+    assert "python -m seqviz train lstm" in broken["lstm"].advice
+
+
+def test_views_follow_what_each_shipped_model_can_trace():
+    loaded = {name: zoo.load(name) for name in zoo.NAMES}
+
+    def fitting(view):
+        return {name for name, ck in loaded.items() if fits(view, ck)}
+
+    assert fitting("email-classifier") == {"bow", "rnn", "gru", "lstm", "transformer"}
+    assert fitting("saliency") == {"rnn", "gru", "lstm", "transformer"}
+    assert fitting("recurrent") == {"rnn", "gru", "lstm", "memory-rnn", "memory-gru", "memory-lstm"}
+    assert fitting("memory") == {"memory-rnn", "memory-gru", "memory-lstm"}
+    assert fitting("gates") == {"lstm", "memory-lstm", "plain", "additive", "dot"}
+    assert fitting("translator") == {"plain", "additive", "dot", "transformer-translator"}
+    assert fitting("alignment") == {"additive", "dot", "transformer-translator"}
+    assert fitting("self-attention") == {"transformer"}
+    assert fitting("cross-attention") == {"transformer-translator"}
+
+
+def test_session_models_add_name_deduplicate_and_remove(lstm_file, dot_file):
+    store = SessionModels(limit=3)
+    model, new = store.add(lstm_file, "whatever.safetensors")
+    assert new and model.ref.name == "tiny-lstm" and not model.ref.shipped
+    assert model.ref.label == "tiny-lstm (yours)" and model.ref.key.startswith(registry.YOURS_PREFIX)
+    again, new = store.add(lstm_file, "copy.safetensors")
+    assert not new and again is model and len(store) == 1
+    renamed = rewrite_meta(lstm_file, lambda doc: doc.update(name="lstm"))  # a shipped model's name
+    other, _ = store.add(renamed, "x.safetensors", taken={"lstm"})
+    assert other.ref.name == "lstm (2)"
+    third, _ = store.add(dot_file)
+    assert [m.ref.name for m in store] == ["tiny-lstm", "lstm (2)", "tiny-dot"]
+    with pytest.raises(CheckpointError, match="remove one"):
+        store.add(rewrite_meta(dot_file, lambda doc: doc.update(name="fourth")))
+    store.remove(third.ref.fingerprint)
+    assert store.get(third.ref.fingerprint) is None and len(store) == 2
+    assert store.by_key(model.ref.key) is model
+
+
+def test_names_are_cleaned_and_bounded(lstm_file):
+    store = SessionModels()
+    hostile = "\u202e\u200b <b>x</b>\x00\n" + "y" * 200
+    model, _ = store.add(rewrite_meta(lstm_file, lambda doc: doc.update(name=hostile)))
+    name = model.ref.name
+    assert "\x00" not in name and "\u202e" not in name and "\u200b" not in name and "\n" not in name
+    assert len(name) <= 40
+    nameless, _ = SessionModels().add(rewrite_meta(lstm_file, lambda doc: doc.pop("name")), "my model.safetensors")
+    assert nameless.ref.name == "my model"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda doc: doc.update(task="translation"), "cannot be trained on the translation task"),
+    (lambda doc: doc.update(task="weather"), "task is 'weather'"),
+    (lambda doc: doc.update(labels=list("abcd"), config={**doc["config"], "labels": list("abcd")}),
+     "must answer with the labels"),
+])
+def test_a_model_must_fit_its_task(lstm_file, change, message):
+    with pytest.raises(CheckpointError, match=message):
+        SessionModels().add(rewrite_meta(lstm_file, change))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_mutated_files_are_refused_or_loaded_never_crash(lstm_file, data):
+    raw = bytearray(lstm_file)
+    for _ in range(data.draw(st.integers(1, 4))):
+        action = data.draw(st.sampled_from(["flip", "insert", "delete", "truncate"]))
+        at = data.draw(st.integers(0, max(0, len(raw) - 1)))
+        if action == "flip" and raw:
+            raw[at] ^= data.draw(st.integers(1, 255))
+        elif action == "insert":
+            raw[at:at] = data.draw(st.binary(min_size=1, max_size=16))
+        elif action == "delete":
+            del raw[at : at + data.draw(st.integers(1, 16))]
+        else:
+            del raw[at:]
+    try:
+        SessionModels().add(bytes(raw))
+    except CheckpointError as error:
+        assert str(error)
