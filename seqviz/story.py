@@ -42,6 +42,9 @@ STORY: tuple[StoryPage, ...] = (
     StoryPage("app_pages/transformer.py", "transformer", "Transformer", ":material/hub:",
               "The chapter's code run live, attention in every layer and head, and measured speed: why the "
               "transformer dropped recurrence."),
+    StoryPage("app_pages/train.py", "train", "Train your own", ":material/model_training:",
+              "Train a translator, a classifier or a memory model here, watch it learn, and use it on every "
+              "page; the chapter's experiments are presets."),
 )
 
 PAGES: tuple[StoryPage, ...] = (HOME, *STORY)

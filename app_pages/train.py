@@ -1,0 +1,136 @@
+"""/train: train your own model beside the page, watch it learn, then use it on every page."""
+
+import streamlit as st
+
+from seqviz import charts, limits, ui
+from seqviz.ui import models, training
+
+st.title("Train your own")
+st.markdown(
+    "Every model in this lab was trained on this computer by one training loop; here you run that loop "
+    "yourself. Pick a preset or set the task, the model and its size, and press **Start training**. It trains "
+    "beside the page: open other pages while it runs and come back. Every few seconds it keeps a snapshot of "
+    "how the model reads the sidebar sentence, so you can replay how it learned. When it ends, your model "
+    "joins *Your models* in the sidebar and every page that fits it can show it."
+)
+
+spec = training.form()
+tokens = ui.sentence_tokens("Type a sentence in the sidebar: snapshots show how the model reads it.")
+if st.button("Start training", type="primary", icon=":material/play_arrow:", disabled=spec is None):
+    training.start(spec, tokens)
+load = training.manager().load() if st.session_state.get(training.HAS_RUNS_KEY) else None
+st.caption(f"This server trains {limits.TRAIN_MAX_RUNNING} run at a time for everyone who uses it, one CPU thread "
+           "each; other runs wait in a queue." + (f" Now: {load['running']} training, {load['queued']} waiting."
+                                                  if load else ""))
+
+
+def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
+    """One snapshot of the model's view of the sentence, drawn like the page that shows that view."""
+    from seqviz.analysis.gates import most_active_units
+
+    trace = snapshot.trace
+    if snapshot.kind == "translation":
+        st.markdown("It writes: " + ui.escape_markdown(snapshot.summary))
+        if trace.alignment is not None and trace.out_tokens:
+            ui.chart(charts.alignment_chart(trace.src_tokens, trace.out_tokens, trace.alignment,
+                                            title="Where each French word looked"),
+                     charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
+                     f"train-alignment-{run_id}")
+    elif snapshot.kind == "gates":
+        units = most_active_units(trace, min(16, trace.forget_gate.shape[1]))
+        ui.chart(charts.gates_chart(trace, units), charts.gates_data(trace), f"train-gates-{run_id}")
+    elif snapshot.kind == "heads":
+        ui.chart(charts.attention_heads_chart(trace.tokens, trace.weights),
+                 charts.attention_heads_data(trace.tokens, trace.weights), f"train-heads-{run_id}")
+    elif snapshot.kind == "probabilities":
+        ui.chart(charts.probabilities_chart({label: trace}, title="The sidebar sentence"),
+                 charts.probabilities_data({label: trace}), f"train-probabilities-{run_id}")
+    elif snapshot.kind == "memory":
+        metadata, families = {label: {"metrics": trace}}, {label: family}
+        ui.chart(charts.memory_accuracy_chart(metadata, families), charts.memory_data(metadata, families),
+                 f"train-memory-{run_id}")
+
+
+def draw_run(run) -> None:
+    state = run.state()
+    spec = state.spec
+    st.markdown(f"#### {ui.escape_markdown(state.name)}")
+    if state.status == "queued":
+        st.info(f"Waiting for a free slot: place {state.queue_position} in the queue.", icon=":material/hourglass_top:")
+        if st.button("Cancel", key=f"cancel-{state.id}"):
+            training.manager().cancel(training.owner(), state.id)
+            st.rerun()
+        return
+    if state.status == "running":
+        left = f", about {state.eta_s:.0f} s left" if state.eta_s is not None else ""
+        st.progress(state.step / max(1, state.steps),
+                    text=f"Step {state.step} of {state.steps} · {state.elapsed_s:.0f} s{left}")
+        if st.button("Stop training", key=f"stop-{state.id}", icon=":material/stop:"):
+            run.stop()
+    elif state.status == "failed":
+        st.error(f"Training failed: {state.error}", icon=":material/error:")
+        return
+    elif state.status == "cancelled":
+        st.caption("Cancelled before it started.")
+        return
+    else:
+        why = {"asked": "stopped when you asked", "time limit": "stopped at the time limit",
+               "session gone": "stopped"}.get(state.stop_reason or "", "finished")
+        st.success(f"{why.capitalize()} after {state.step} steps and {state.train_seconds or 0:.0f} s of training: "
+                   f"{state.metric_name} {state.metric:.1%}." if state.metric is not None else why.capitalize(),
+                   icon=":material/check_circle:")
+    if state.losses or state.metric_history:
+        ui.chart(charts.training_chart(state.losses, state.metric_history, state.metric_name, state.steps),
+                 charts.training_data(state.losses, state.metric_history, state.metric_name),
+                 f"train-curves-{state.id}")
+    if state.snapshots:
+        st.markdown("**Watch it learn**: the model's view of the sidebar sentence"
+                    + (" (it was typed when the run started)." if spec.task != "memory" else " (held-out sequences)."))
+        index = len(state.snapshots) - 1
+        if state.ended and len(state.snapshots) > 1:
+            steps = [step for step, _ in state.snapshots]
+            chosen = st.select_slider("Snapshot after step", options=steps, value=steps[-1], key=f"snap-{state.id}")
+            index = steps.index(chosen)
+        step, snapshot = state.snapshots[index]
+        st.caption(f"After step {step}: {ui.escape_markdown(snapshot.summary)}")
+        draw_snapshot(snapshot, state.name, spec.family, state.id)
+    if state.ended and state.metrics:
+        compare_with_shipped(state)
+        st.download_button("Download checkpoint", data=state.checkpoint or b"", file_name=f"{ui.slug(state.name)}"
+                           ".safetensors", mime="application/octet-stream", key=f"dl-run-{state.id}",
+                           icon=":material/download:", on_click="ignore")
+        st.caption("It is in *Your models* in the sidebar: pick it on any page that fits it.")
+
+
+def compare_with_shipped(state) -> None:
+    """Held-out metrics beside the shipped model of the same kind, from the same evaluation code."""
+    from seqviz.tasks import TASKS
+
+    summary = TASKS[state.spec.task].summary
+    rows = {"yours": summary(state.metrics)}
+    counterpart = training.shipped_counterpart(state.spec)
+    meta = models.shipped_meta(counterpart) if counterpart else None
+    if meta is not None:
+        rows[f"shipped {counterpart} ({meta.get('steps')} steps)"] = summary(meta["metrics"])
+    table = {"held-out measure": [k.replace("_", " ") for k in rows["yours"]]}
+    for who, values in rows.items():
+        table[who] = [("–" if v is None else f"{v:.1%}" if isinstance(v, float) else str(v)) for v in values.values()]
+    st.table(table, hide_index=True, border="horizontal")
+
+
+runs = training.my_runs()
+active = any(run.status in ("queued", "running") for run in runs)
+
+
+@st.fragment(run_every=training.POLL_S if active else None)
+def panel() -> None:
+    for run in training.my_runs():
+        with st.container(border=True):
+            draw_run(run)
+
+
+if runs:
+    st.subheader("Your runs")
+    panel()
+
+ui.share_box("train")

@@ -1,0 +1,188 @@
+"""Training in the browser: the form's state, the server's one run manager, and this session's runs.
+
+A run trains in a background thread owned by the visitor's browser session (seqviz.jobs). Pages poll it
+from fragments that rerun on a timer (``st.fragment(run_every=...)``): the /train page's panel, and a small
+status line in the sidebar of every page, which also tells the manager that the session is still there (a
+closed tab stops touching it, and its run is stopped within seqviz.limits.TRAIN_ORPHAN_TIMEOUT_S). When a
+run ends, its checkpoint joins this session's models, so every page's picker offers it.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import streamlit as st
+
+from seqviz import limits
+from seqviz.ui import models
+
+OWNER_KEY = "_owner"  # this session's id for the run manager (never shown, never in a link)
+HAS_RUNS_KEY = "_has_runs"  # set once this session starts a run: until then no page loads the manager (or torch)
+ADOPTED_KEY = "_adopted_runs"  # run ids whose checkpoints already joined this session's models
+FORM = "tr_"  # prefix of the form's widget keys
+POLL_S = 1.5  # seconds between two looks at a run while it trains
+
+TASK_LABELS = {"translation": "English → French translation", "emails": "route a support email (4 teams)",
+               "memory": "remember the first word (1 to 60 steps back)"}
+FIELDS = ("task", "family", "embedding", "hidden", "heads", "layers", "steps", "lr", "batch_size", "seed")
+
+
+@st.cache_resource(show_spinner=False)
+def manager():
+    """The server's one run manager: the cap on runs at once, the queue, every session's runs."""
+    from seqviz.jobs import RunManager
+
+    return RunManager()
+
+
+def owner() -> str:
+    if OWNER_KEY not in st.session_state:
+        st.session_state[OWNER_KEY] = secrets.token_hex(16)
+    return st.session_state[OWNER_KEY]
+
+
+def my_runs() -> list:
+    """This session's runs, newest first (none, and no manager loaded, before its first run)."""
+    if not st.session_state.get(HAS_RUNS_KEY):
+        return []
+    return list(reversed(manager().runs_of(owner())))
+
+
+# --- The form -------------------------------------------------------------------------------------
+
+
+def apply_preset() -> None:
+    """The Preset picker's callback: fill the form with the chosen preset's settings."""
+    from seqviz.runs import preset
+
+    spec = preset(st.session_state["preset"]).spec
+    for field in FIELDS:
+        st.session_state[FORM + field] = getattr(spec, field)
+
+
+def fit_family() -> None:
+    """The task picker's callback: keep the family one that can learn the new task."""
+    from seqviz.runs import TASK_FAMILIES
+
+    task = st.session_state[FORM + "task"]
+    if st.session_state.get(FORM + "family") not in TASK_FAMILIES[task]:
+        st.session_state[FORM + "family"] = TASK_FAMILIES[task][0]
+
+
+def form():
+    """The preset picker and the settings; returns the run they describe, or None (with the reason shown)."""
+    from seqviz.models import family as family_entry
+    from seqviz.runs import APPLIES, PRESETS, TASK_FAMILIES, RunSpec, preset
+
+    names = [p.name for p in PRESETS]
+    if FORM + "task" not in st.session_state:
+        st.session_state.setdefault("preset", names[0])
+        apply_preset()
+    st.selectbox("Preset", names, key="preset", on_change=apply_preset,
+                 help="Settings to start from: quick runs of each kind, and the chapter's experiments in pairs.")
+    chosen = preset(st.session_state["preset"])
+    st.caption(f"**What to look for.** {chosen.look_for}")
+    left, right = st.columns(2)
+    task = left.selectbox("Task", list(TASK_FAMILIES), key=FORM + "task", format_func=TASK_LABELS.get,
+                          on_change=fit_family)
+    family = right.selectbox("Model family", TASK_FAMILIES[task], key=FORM + "family",
+                             format_func=lambda f: family_entry(f).label)
+    applies = APPLIES[family]
+    low, high = limits.TRAIN_WIDTH_RANGE
+    sizes = st.columns(4)
+    size_help = {"embedding": "numbers per word vector (a transformer's d_model)",
+                 "hidden": "numbers in the recurrent memory, per direction for a translator's encoder "
+                           "(a transformer's feed-forward width)",
+                 "heads": "attention heads per layer", "layers": "layers (a transformer's blocks, encoder and "
+                                                                 "decoder each)"}
+    bounds = {"embedding": (low, high), "hidden": (low, high), "heads": (1, limits.TRAIN_MAX_HEADS),
+              "layers": (1, limits.TRAIN_MAX_LAYERS)}
+    for column, field in zip(sizes, ("embedding", "hidden", "heads", "layers"), strict=True):
+        column.number_input(field.capitalize(), min_value=bounds[field][0], max_value=bounds[field][1], step=1,
+                            key=FORM + field, disabled=field not in applies, help=size_help[field])
+    budget = st.columns(4)
+    budget[0].number_input("Steps", min_value=1, max_value=limits.TRAIN_MAX_STEPS, step=50, key=FORM + "steps",
+                           disabled=family == "bow", help="one batch of examples per step")
+    budget[1].number_input("Learning rate", min_value=limits.TRAIN_LR_RANGE[0], max_value=limits.TRAIN_LR_RANGE[1],
+                           step=1e-3, format="%.4f", key=FORM + "lr", disabled=family == "bow")
+    budget[2].number_input("Batch size", min_value=limits.TRAIN_BATCH_RANGE[0],
+                           max_value=limits.TRAIN_BATCH_RANGE[1], step=16, key=FORM + "batch_size",
+                           disabled=family == "bow")
+    budget[3].number_input("Seed", min_value=0, max_value=limits.TRAIN_MAX_SEED, step=1, key=FORM + "seed",
+                           help="initial weights and the order of the batches")
+    values = {field: st.session_state[FORM + field] for field in FIELDS}
+    default_name = chosen.spec.name if all(getattr(chosen.spec, f) == values[f] for f in FIELDS) else ""
+    try:
+        spec = RunSpec(**values, name=default_name)
+    except ValueError as error:
+        st.error(f"These settings cannot be trained here: {error}.", icon=":material/error:")
+        return None
+    st.caption(f"{spec.num_parameters():,} numbers to learn (at most {limits.TRAIN_MAX_PARAMETERS:,}); a run stops "
+               f"after {limits.TRAIN_MAX_SECONDS:.0f} s of training at the latest and keeps what it learned.")
+    return spec
+
+
+def start(spec, tokens: tuple[str, ...] | None) -> None:
+    """Submit the run for this session, with snapshots of the sidebar sentence as the model learns."""
+    from seqviz.jobs import RunRefused
+    from seqviz.models import family as family_entry
+    from seqviz.runs import shared_task
+    from seqviz.watch import snapshot_fn
+
+    with st.spinner("Preparing the task's data…"):
+        task = shared_task(spec.task)
+    snapshot = snapshot_fn(task, tokens or (), family_entry(spec.family).model_class)
+    st.session_state[HAS_RUNS_KEY] = True
+    try:
+        manager().submit(owner(), spec, snapshot_fn=snapshot)
+    except RunRefused as error:
+        st.error(str(error), icon=":material/hourglass_top:")
+
+
+def shipped_counterpart(spec) -> str | None:
+    """The shipped model of the same family and task, to compare with (None if the zoo has none)."""
+    from seqviz import zoo
+
+    return next((e.name for e in zoo.ENTRIES if e.family == spec.family and e.task == spec.task), None)
+
+
+def adopt_ended_runs(runs) -> bool:
+    """Add every ended run's checkpoint to this session's models (once each); True if one was added."""
+    from seqviz.checkpoints import CheckpointError
+
+    adopted = st.session_state.setdefault(ADOPTED_KEY, set())
+    added = False
+    for run in runs:
+        state = run.state()
+        if state.ended and state.checkpoint and state.id not in adopted:
+            adopted.add(state.id)
+            try:
+                models.add_model(state.checkpoint, f"{state.name}.safetensors", origin="trained here")
+                added = True
+            except CheckpointError as error:  # the session holds the most models it may
+                st.session_state[models.UPLOAD_MESSAGE_KEY] = ("error", f"{state.name} was not kept. {error}")
+    return added
+
+
+def sidebar_status() -> None:
+    """A line in the sidebar of every page while this session trains; it keeps the run's session alive."""
+    if not st.session_state.get(HAS_RUNS_KEY):
+        return
+    active = any(run.status in ("queued", "running") for run in manager().runs_of(owner()))
+    with st.sidebar:  # a fragment may not reach into the sidebar from inside: it lives there
+        st.fragment(run_every=POLL_S if active else None)(_status_line)()
+
+
+def _status_line() -> None:
+    runs = manager().runs_of(owner())
+    training = [run.state() for run in runs if run.status in ("queued", "running")]
+    for state in training:
+        if state.status == "queued":
+            st.caption(f"Training {state.name}: waiting, place {state.queue_position} in the queue.")
+        else:
+            st.progress(state.step / max(1, state.steps),
+                        text=f"Training {state.name}: step {state.step} of {state.steps}")
+    if adopt_ended_runs(runs) or (not training and st.session_state.get("_was_training")):
+        st.session_state["_was_training"] = False
+        st.rerun()  # the whole page: the new model joins the pickers, and the polling stops
+    st.session_state["_was_training"] = bool(training)

@@ -1,0 +1,96 @@
+"""/train: a visitor trains a model beside the page, sees it learn, and finds it on the other pages."""
+
+import time
+from pathlib import Path
+
+from conftest import all_text
+from streamlit.testing.v1 import AppTest
+
+from seqviz.registry import YOURS_PREFIX
+
+PAGE = "app_pages/train.py"
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def open_train() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def settle(at: AppTest, until, timeout: float = 120.0) -> AppTest:
+    """Rerun the page (as its timer would) until ``until(at)`` holds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        if until(at) or time.monotonic() > deadline:
+            return at
+        time.sleep(0.5)
+
+
+def tiny(at: AppTest, task: str = "memory", family: str = "gru", steps: int = 30) -> AppTest:
+    at.selectbox(key="tr_task").set_value(task).run()
+    at.selectbox(key="tr_family").set_value(family).run()
+    for field, value in (("embedding", 8), ("hidden", 16), ("steps", steps), ("batch_size", 16)):
+        widget = at.number_input(key=f"tr_{field}")
+        if not widget.disabled:
+            widget.set_value(value).run()
+    assert not at.exception
+    return at
+
+
+def test_the_form_starts_on_the_quick_attention_translator():
+    at = open_train()
+    assert at.selectbox(key="preset").value.startswith("Quick: ")
+    assert at.selectbox(key="tr_family").value == "dot"
+    assert [b.label for b in at.button].count("Start training") == 1
+    at.selectbox(key="tr_task").set_value("emails").run()
+    assert at.selectbox(key="tr_family").value == "rnn"  # the first family that can learn emails
+    at.number_input(key="tr_embedding").set_value(256).run()
+    at.number_input(key="tr_hidden").set_value(256).run()
+    at.selectbox(key="tr_family").set_value("transformer").run()
+    at.number_input(key="tr_layers").set_value(4).run()
+    assert "cannot be trained here" in "\n".join(e.value for e in at.error)  # too many numbers to learn
+    assert not at.exception
+
+
+def test_a_tiny_run_ends_and_its_model_is_on_other_pages():
+    at = tiny(open_train())
+    next(b for b in at.button if b.label == "Start training").click().run()
+    assert not at.exception
+    settle(at, lambda a: any("after" in s.value.lower() for s in a.success))
+    text = all_text(at)
+    assert "Watch it learn" in text
+    assert [b.label for b in at.get("download_button")].count("Download checkpoint") >= 1
+    assert any("shipped memory-gru" in column for column in at.table[0].value.columns)
+    # the model joined this session's models, and the memory comparison offers it
+    at.switch_page("app_pages/vanishing_gradients.py").run()
+    assert not at.exception
+    mine = [o for o in at.multiselect(key="memory").options if o.endswith("(yours)")]
+    assert len(mine) == 1
+    (model,) = list(at.session_state["_your_models"])
+    assert model.origin == "trained here" and model.ref.key.startswith(YOURS_PREFIX)
+    at.multiselect(key="memory").set_value([model.ref.key, "memory-gru"]).run()
+    assert not at.exception
+    assert "Your own models are drawn as they are now" in all_text(at)
+    # another session does not see it
+    other = AppTest.from_file(APP, default_timeout=120)
+    other.run()
+    other.switch_page("app_pages/vanishing_gradients.py").run()
+    assert not any(o.endswith("(yours)") for o in other.multiselect(key="memory").options)
+
+
+def test_a_second_run_waits_for_the_first_and_can_be_cancelled():
+    first = tiny(open_train(), steps=3000)
+    next(b for b in first.button if b.label == "Start training").click().run()
+    second = tiny(open_train(), steps=20)
+    next(b for b in second.button if b.label == "Start training").click().run()
+    assert not second.exception
+    assert "place 1 in the queue" in all_text(second)
+    next(b for b in second.button if b.label == "Cancel").click().run()
+    assert "Cancelled" in all_text(second)
+    next(b for b in first.button if b.label == "Stop training").click().run()
+    settle(first, lambda a: any("stopped when you asked" in s.value.lower() for s in a.success))
