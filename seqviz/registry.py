@@ -26,7 +26,7 @@ from typing import Any
 from seqviz import checkpoints, zoo
 from seqviz.limits import MAX_MODEL_NAME_CHARS, MAX_SESSION_MODELS
 
-YOURS_PREFIX = "yours-"  # a visitor model's key in a picker; never meaningful in a shared link
+YOURS_SUFFIX = " (yours)"  # ends a visitor model's label; such a value is never meaningful in a shared link
 
 
 @dataclass(frozen=True)
@@ -38,14 +38,15 @@ class ModelRef:
     shipped: bool
 
     @property
-    def key(self) -> str:
-        """The picker's value: the zoo name (kept in the address, ?model=dot) or a session-only key."""
-        return self.name if self.shipped else f"{YOURS_PREFIX}{self.fingerprint[:12]}"
-
-    @property
     def label(self) -> str:
-        """How charts and pickers name it: a visitor's model says it is theirs."""
-        return self.name if self.shipped else f"{self.name} (yours)"
+        """How pickers, charts and the address name it: a shipped model by its zoo name (?model=dot), a
+        visitor's by its name and "(yours)" (unique in the session, and no shipped model's name)."""
+        return self.name if self.shipped else f"{self.name}{YOURS_SUFFIX}"
+
+
+def is_yours(value: str) -> bool:
+    """Whether a picker's value (or one in the address) names a visitor's model."""
+    return value.endswith(YOURS_SUFFIX)
 
 
 # --- Views: what a page shows, and which models can show it ----------------------------------------
@@ -210,8 +211,8 @@ class SessionModels:
     def remove(self, fingerprint: str) -> None:
         self._models.pop(fingerprint, None)
 
-    def by_key(self, key: str) -> SessionModel | None:
-        return next((m for m in self._models.values() if m.ref.key == key), None)
+    def by_label(self, label: str) -> SessionModel | None:
+        return next((m for m in self._models.values() if m.ref.label == label), None)
 
     def get(self, fingerprint: str) -> SessionModel | None:
         return self._models.get(fingerprint)

@@ -66,7 +66,7 @@ def share_box(url_path: str) -> None:
     A visitor's own models cannot travel in a link (they live in this browser tab only): they are left out
     of the address, and the box says so.
     """
-    from seqviz.registry import YOURS_PREFIX
+    from seqviz.registry import is_yours
     from seqviz.share import is_local_address
 
     address = f"{_app_base_url()}/{url_path}"
@@ -76,7 +76,7 @@ def share_box(url_path: str) -> None:
         for value in st.query_params.get_all(key):
             if key == SENTENCE_KEY:
                 continue
-            if value.startswith(YOURS_PREFIX):
+            if is_yours(value):
                 left_out = True
                 continue
             params.append((key, value))

@@ -82,9 +82,10 @@ def _your_model_row(model: registry.SessionModel) -> None:
     st.markdown(f"**{_escape(ref.name)}**  \n{_escape(FAMILIES[ref.family].label)}, {ref.task} task, "
                 f"{model.origin}")
     row = st.container(horizontal=True)
-    row.download_button("Download checkpoint", data=model.data, file_name=_file_name(ref), key=f"dl-yours-{ref.key}",
-                        mime="application/octet-stream", icon=":material/download:", on_click="ignore")
-    if row.button("Remove", key=f"rm-{ref.key}", icon=":material/delete:"):
+    row.download_button("Download checkpoint", data=model.data, file_name=_file_name(ref),
+                        key=f"dl-yours-{ref.fingerprint[:12]}", mime="application/octet-stream",
+                        icon=":material/download:", on_click="ignore")
+    if row.button("Remove", key=f"rm-{ref.fingerprint[:12]}", icon=":material/delete:"):
         your_models().remove(ref.fingerprint)
         st.session_state.pop(UPLOAD_MESSAGE_KEY, None)
         st.rerun()
@@ -162,22 +163,17 @@ def pick(view: str, default: str | list[str], *, multi: bool = False, label: str
     if not options:
         st.warning(f"No model here fits this view ({registry.VIEWS[view][0]}).", icon=":material/warning:")
         return []
-    by_key = {ref.key: ref for ref in options}
+    by_key = {ref.label: ref for ref in options}  # the label is also what the address holds
     keys = list(by_key)
     chosen_defaults = [k for k in defaults if k in by_key]
     help_text = (f"Fits this view: {registry.VIEWS[view][0]}. Your own models (uploaded or trained in this "
                  "browser tab) come first; shipped ones stay in the address when you share the page.")
 
-    def name_of(k: str) -> str:
-        return by_key[k].label if k in by_key else k
-
     if multi:
-        chosen = st.multiselect(label, keys, default=chosen_defaults, format_func=name_of, key=key,
-                                bind="query-params", help=help_text)
+        chosen = st.multiselect(label, keys, default=chosen_defaults, key=key, bind="query-params", help=help_text)
     else:
         index = keys.index(chosen_defaults[0]) if chosen_defaults else 0
-        one = st.selectbox(label, keys, index=index, format_func=name_of, key=key, bind="query-params",
-                           help=help_text)
+        one = st.selectbox(label, keys, index=index, key=key, bind="query-params", help=help_text)
         chosen = [one] if one is not None else []
     refs = [by_key[k] for k in chosen if k in by_key]
     if not refs:
@@ -200,7 +196,7 @@ def download_buttons(refs: list[ModelRef], key: str) -> None:
         for ref in refs:
             row = st.container(horizontal=True, vertical_alignment="center")
             row.download_button("Download checkpoint", data=_file_bytes(ref), file_name=_file_name(ref),
-                                mime="application/octet-stream", key=f"dl-{key}-{ref.key}",
+                                mime="application/octet-stream", key=f"dl-{key}-{ref.fingerprint[:12]}",
                                 icon=":material/download:", on_click="ignore")
             row.markdown(_escape(ref.label))
 

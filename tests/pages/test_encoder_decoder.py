@@ -9,7 +9,7 @@ def test_the_six_chapter_pairs_are_exact_for_the_attention_models(open_page):
     at = open_page(PAGE)
     table = at.table[0].value
     assert list(table["English"]) == [english for english, _ in CHAPTER_PAIRS]
-    for name in ("additive", "dot", "transformer"):
+    for name in ("additive", "dot", "transformer-translator"):
         assert list(table[name]) == ["✓"] * 6, name
 
 

@@ -8,13 +8,12 @@ from conftest import all_text
 from streamlit.testing.v1 import AppTest
 
 from seqviz import checkpoints
-from seqviz.registry import YOURS_PREFIX
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def key_of(data: bytes) -> str:
-    return YOURS_PREFIX + checkpoints.fingerprint(data)[:12]
+# The pickers' values for the uploaded models: their names and "(yours)".
+DOT, LSTM = "tiny-dot (yours)", "tiny-lstm (yours)"
 
 
 def fresh() -> AppTest:
@@ -61,30 +60,30 @@ def test_uploaded_models_on_every_page_that_fits(files):
     picker = at.multiselect(key="model")
     assert "tiny-lstm (yours)" in picker.options and "tiny-dot (yours)" not in picker.options
     assert picker.options[0] == "tiny-lstm (yours)"  # the visitor's own come first
-    picker.set_value([key_of(lstm), "bow"]).run()
+    picker.set_value([LSTM, "bow"]).run()
     assert not at.exception
     assert charts(at) >= 5
     assert "tiny-lstm (yours): twins" in all_text(at)
 
     # /lstm-gates: both have an LSTM (the translator's encoder)
     on(at, "app_pages/lstm_gates.py")
-    for data, name in ((lstm, "tiny-lstm"), (dot, "tiny-dot")):
-        at.selectbox(key="model").set_value(key_of(data)).run()
+    for name in ("tiny-lstm", "tiny-dot"):
+        at.selectbox(key="model").set_value(f"{name} (yours)").run()
         assert not at.exception
         assert f"{name} (yours)" in all_text(at)
         assert charts(at) == 3
 
     # /vanishing-gradients: saliency and ‖∂h_T/∂h_k‖ of the LSTM classifier
     on(at, "app_pages/vanishing_gradients.py")
-    at.multiselect(key="model").set_value([key_of(lstm), "rnn"]).run()
-    at.multiselect(key="recurrent").set_value([key_of(lstm), "rnn"]).run()
+    at.multiselect(key="model").set_value([LSTM, "rnn"]).run()
+    at.multiselect(key="recurrent").set_value([LSTM, "rnn"]).run()
     assert not at.exception
     assert charts(at) >= 3
     assert "tiny-dot (yours)" not in at.multiselect(key="recurrent").options
 
     # /encoder-decoder: the translator in the table of chapter pairs and in the length chart
     on(at, "app_pages/encoder_decoder.py")
-    at.multiselect(key="model").set_value([key_of(dot), "plain"]).run()
+    at.multiselect(key="model").set_value([DOT, "plain"]).run()
     assert not at.exception
     assert "tiny-dot (yours)" in at.table[0].value.columns
     assert "measured here with the same evaluation code" in all_text(at)
@@ -92,15 +91,15 @@ def test_uploaded_models_on_every_page_that_fits(files):
 
     # /attention: its alignment and one step read like the worked example
     on(at, "app_pages/attention.py")
-    at.multiselect(key="model").set_value([key_of(dot)]).run()
+    at.multiselect(key="model").set_value([DOT, "additive"]).run()
     assert not at.exception
-    assert "tiny-dot (yours)** writes" in "\n".join(m.value for m in at.markdown)
-    assert charts(at) >= 4  # two worked-example charts, the alignment, the step
+    assert "tiny-dot (yours)** writes" in all_text(at)
+    assert charts(at) == 5  # two worked-example charts, two alignments, one step
 
     # the share box leaves the visitor's model out, and says so
     assert "not in this link" in all_text(at)
     share = at.sidebar.code[0].value
-    assert YOURS_PREFIX not in share
+    assert "yours" not in share and "model=additive" in share
 
     # /transformer: neither fits; the shipped transformers are still shown
     on(at, "app_pages/transformer.py")
@@ -121,7 +120,7 @@ def test_the_same_file_twice_and_remove(files):
     at = upload(at, "b.safetensors", files["lstm-classifier"])
     assert "already here" in messages(at, "success")[0]
     assert "Your models (1)" in [e.label for e in at.sidebar.expander]
-    at.sidebar.button(key=f"rm-{key_of(files['lstm-classifier'])}").click().run()
+    at.sidebar.button(key=f"rm-{checkpoints.fingerprint(files['lstm-classifier'])[:12]}").click().run()
     assert not at.exception
     assert "Your models (0)" in [e.label for e in at.sidebar.expander]
     on(at, "app_pages/order.py")

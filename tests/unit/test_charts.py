@@ -95,7 +95,8 @@ def test_jacobian_chart_draws_trained_solid_and_untrained_dashed():
     from seqviz.analysis.gradients import JacobianCurve
 
     curve = JacobianCurve("rnn", np.arange(1, 4), np.array([0.5, 0.25, 0.125]), eta=0.9)
-    spec = json.loads(charts.jacobian_chart({("rnn", "untrained"): curve, ("rnn", "trained"): curve}).to_json())
+    curves = {("rnn", "untrained"): curve, ("rnn", "trained"): curve}
+    spec = json.loads(charts.jacobian_chart(curves, {"rnn": "rnn"}).to_json())
     dash = next(layer["encoding"]["strokeDash"] for layer in spec["layer"] if "strokeDash" in layer["encoding"])
     assert dash["scale"]["domain"] == ["trained", "untrained"]
     assert dash["scale"]["range"][0] == [1, 0]  # solid

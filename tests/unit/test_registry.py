@@ -24,7 +24,7 @@ def test_shipped_models_are_all_readable_without_problems():
     shipped, broken = registry.shipped()
     assert set(shipped) == set(zoo.NAMES) and not broken
     for name, entry in shipped.items():
-        assert entry.ref.shipped and entry.ref.key == name and entry.ref.label == name
+        assert entry.ref.shipped and entry.ref.label == name and not registry.is_yours(name)
         assert entry.ref.fingerprint == checkpoints.fingerprint(entry.path.read_bytes())
 
 
@@ -60,7 +60,7 @@ def test_session_models_add_name_deduplicate_and_remove(lstm_file, dot_file):
     store = SessionModels(limit=3)
     model, new = store.add(lstm_file, "whatever.safetensors")
     assert new and model.ref.name == "tiny-lstm" and not model.ref.shipped
-    assert model.ref.label == "tiny-lstm (yours)" and model.ref.key.startswith(registry.YOURS_PREFIX)
+    assert model.ref.label == "tiny-lstm (yours)" and registry.is_yours(model.ref.label)
     again, new = store.add(lstm_file, "copy.safetensors")
     assert not new and again is model and len(store) == 1
     renamed = rewrite_meta(lstm_file, lambda doc: doc.update(name="lstm"))  # a shipped model's name
@@ -72,7 +72,7 @@ def test_session_models_add_name_deduplicate_and_remove(lstm_file, dot_file):
         store.add(rewrite_meta(dot_file, lambda doc: doc.update(name="fourth")))
     store.remove(third.ref.fingerprint)
     assert store.get(third.ref.fingerprint) is None and len(store) == 2
-    assert store.by_key(model.ref.key) is model
+    assert store.by_label(model.ref.label) is model
 
 
 def test_names_are_cleaned_and_bounded(lstm_file):

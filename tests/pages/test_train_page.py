@@ -6,8 +6,6 @@ from pathlib import Path
 from conftest import all_text
 from streamlit.testing.v1 import AppTest
 
-from seqviz.registry import YOURS_PREFIX
-
 PAGE = "app_pages/train.py"
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -72,8 +70,8 @@ def test_a_tiny_run_ends_and_its_model_is_on_other_pages():
     mine = [o for o in at.multiselect(key="memory").options if o.endswith("(yours)")]
     assert len(mine) == 1
     (model,) = list(at.session_state["_your_models"])
-    assert model.origin == "trained here" and model.ref.key.startswith(YOURS_PREFIX)
-    at.multiselect(key="memory").set_value([model.ref.key, "memory-gru"]).run()
+    assert model.origin == "trained here" and model.ref.label == mine[0]
+    at.multiselect(key="memory").set_value([model.ref.label, "memory-gru"]).run()
     assert not at.exception
     assert "Your own models are drawn as they are now" in all_text(at)
     # another session does not see it
