@@ -195,6 +195,7 @@ class RunManager:
         max_kept_per_owner: int = limits.TRAIN_MAX_KEPT_PER_OWNER,
         max_seconds: float = limits.TRAIN_MAX_SECONDS,
         reaper_interval_s: float | None = None,
+        still_there: Callable[[str], bool] | None = None,
     ):
         if max_running < 1 or max_queued < 0 or orphan_timeout_s <= 0:
             raise ValueError("max_running must be >= 1, max_queued >= 0 and orphan_timeout_s > 0")
@@ -210,6 +211,10 @@ class RunManager:
         self._running: list[Run] = []
         self._queue: deque[Run] = deque()
         self._last_seen: dict[str, float] = {}  # owner -> time.monotonic() of its last call
+        # Asked before an owner silent for orphan_timeout_s is reaped: the app answers from Streamlit's own
+        # record of connected browser tabs, so a tab whose timers the browser slows down in the background
+        # keeps its run, and a closed one loses it.
+        self._still_there = still_there
         self._closed = False
         interval = reaper_interval_s if reaper_interval_s is not None else min(5.0, self.orphan_timeout_s / 4)
         self._reaper_wake = threading.Event()
@@ -351,7 +356,13 @@ class RunManager:
     def _reap_locked(self) -> list[str]:
         """Stop and forget the runs of owners silent for longer than orphan_timeout_s; returns their ids."""
         now = time.monotonic()
-        gone = {owner for owner, seen in self._last_seen.items() if now - seen > self.orphan_timeout_s}
+        silent = [owner for owner, seen in self._last_seen.items() if now - seen > self.orphan_timeout_s]
+        gone = set()
+        for owner in silent:
+            if self._asks_still_there(owner):
+                self._last_seen[owner] = now
+            else:
+                gone.add(owner)
         if not gone:
             return []
         reaped = []
@@ -367,6 +378,14 @@ class RunManager:
             del self._last_seen[owner]
         self._advance_locked()  # queued runs of gone owners are cancelled, freeing queue places
         return reaped
+
+    def _asks_still_there(self, owner: str) -> bool:
+        if self._still_there is None:
+            return False
+        try:
+            return bool(self._still_there(owner))
+        except Exception:  # an answer we cannot get counts as gone
+            return False
 
     def _reap_forever(self, interval: float) -> None:
         while not self._closed:

@@ -32,12 +32,23 @@ def manager():
     """The server's one run manager: the cap on runs at once, the queue, every session's runs."""
     from seqviz.jobs import RunManager
 
-    return RunManager()
+    return RunManager(still_there=_tab_connected)
+
+
+def _tab_connected(session_id: str) -> bool:
+    """Whether Streamlit still has this browser session connected (False when it cannot tell, as in AppTest)."""
+    from streamlit.runtime import Runtime
+
+    return Runtime.exists() and Runtime.instance().is_active_session(session_id)
 
 
 def owner() -> str:
+    """This browser session's id: Streamlit's own (so the manager can ask whether its tab is still open)."""
     if OWNER_KEY not in st.session_state:
-        st.session_state[OWNER_KEY] = secrets.token_hex(16)
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        st.session_state[OWNER_KEY] = ctx.session_id if ctx is not None else secrets.token_hex(16)
     return st.session_state[OWNER_KEY]
 
 

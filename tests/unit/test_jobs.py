@@ -179,6 +179,20 @@ def test_a_session_that_stops_polling_loses_its_runs(managers):
     assert after.wait(WAIT) and after.state().status == "finished"
 
 
+def test_a_silent_session_whose_tab_is_still_connected_keeps_its_run(managers):
+    connected = {"slow-tab": True, "closed-tab": False}
+    manager = managers(max_running=2, orphan_timeout_s=0.3, reaper_interval_s=0.05,
+                       still_there=lambda owner: connected[owner])
+    gate = threading.Event()
+    kept = manager.submit("slow-tab", tiny(steps=50), snapshot_fn=gate_at_first_snapshot(gate, threading.Event()),
+                          snapshot_every_s=1e-6)
+    lost = manager.submit("closed-tab", tiny(steps=5000), snapshot_fn=lambda m: None, snapshot_every_s=1e-6)
+    assert lost.wait(WAIT) and lost.state().stop_reason == "session gone"
+    assert kept.status == "running"  # silent for far longer than the timeout, but its tab is there
+    gate.set()
+    assert kept.wait(WAIT) and kept.state().status == "finished"
+
+
 def test_a_failing_run_reports_its_error_and_frees_its_slot(managers, monkeypatch):
     import seqviz.train
 
