@@ -92,7 +92,8 @@ def draw_run(run) -> None:
             chosen = st.select_slider("Snapshot after step", options=steps, value=steps[-1], key=f"snap-{state.id}")
             index = steps.index(chosen)
         step, snapshot = state.snapshots[index]
-        st.caption(f"After step {step}: {ui.escape_markdown(snapshot.summary)}")
+        st.caption(f"After step {step}" + ("." if snapshot.kind == "translation" else
+                                          f": {ui.escape_markdown(snapshot.summary)}"))
         draw_snapshot(snapshot, state.name, spec.family, state.id)
     if state.ended and state.metrics:
         compare_with_shipped(state)
@@ -112,7 +113,7 @@ def compare_with_shipped(state) -> None:
     meta = models.shipped_meta(counterpart) if counterpart else None
     if meta is not None:
         rows[f"shipped {counterpart} ({meta.get('steps')} steps)"] = summary(meta["metrics"])
-    table = {"held-out measure": [k.replace("_", " ") for k in rows["yours"]]}
+    table = {"held-out measure": [training.measure_name(k) for k in rows["yours"]]}
     for who, values in rows.items():
         table[who] = [("–" if v is None else f"{v:.1%}" if isinstance(v, float) else str(v)) for v in values.values()]
     st.table(table, hide_index=True, border="horizontal")

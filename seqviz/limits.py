@@ -20,7 +20,7 @@ MAX_WORD_CHARS = 20  # a key's word label
 # A visitor's own models (uploaded or trained in their browser session).
 MAX_UPLOAD_MB = 16  # a checkpoint file larger than this is refused before it is read (zoo files are < 1 MB)
 MAX_SESSION_MODELS = 8  # models one browser session keeps; more are refused until one is removed
-MAX_MODEL_NAME_CHARS = 40  # a model's name as shown in pickers and charts
+MAX_MODEL_NAME_CHARS = 48  # a model's name as shown in pickers and charts (longer ones end in …)
 
 # Models: how long a translation may run, and how large a model a checkpoint may describe.
 MAX_MODEL_VOCAB = 50_000  # words in one vocabulary (the zoo's largest has a few hundred)

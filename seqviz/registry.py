@@ -139,7 +139,9 @@ def _clean_name(raw: str) -> str:
     text = unicodedata.normalize("NFC", str(raw))
     text = "".join(ch for ch in text if unicodedata.category(ch)[0] not in "CZ" or ch == " ")
     text = re.sub(r"\s+", " ", text).strip(" .-_")
-    return text[:MAX_MODEL_NAME_CHARS].strip() or "model"
+    if len(text) > MAX_MODEL_NAME_CHARS:
+        text = text[: MAX_MODEL_NAME_CHARS - 1].rstrip() + "…"
+    return text or "model"
 
 
 def check_fits_task(checkpoint) -> None:

@@ -106,12 +106,16 @@ class RunSpec:
 
     @property
     def label(self) -> str:
-        """The name, or a short description of the run."""
+        """The name, or a short description of the run: "lstm emails, hidden 32, 300 steps"."""
         if self.name:
             return self.name
-        sizes = ", ".join(f"{field} {getattr(self, field)}" for field in APPLIES[self.family])
-        budget = "" if self.family == "bow" else f", {self.steps} steps"
-        return f"{self.family} on {self.task}" + (f" ({sizes})" if sizes else "") + budget
+        serves_one_task = sum(self.family in families for families in TASK_FAMILIES.values()) == 1
+        parts = [self.family if serves_one_task else f"{self.family} {self.task}"]
+        if "hidden" in APPLIES[self.family]:
+            parts.append(f"hidden {self.hidden}")
+        if self.family != "bow":
+            parts.append(f"{self.steps} steps")
+        return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -20,6 +20,7 @@ OWNER_KEY = "_owner"  # this session's id for the run manager (never shown, neve
 HAS_RUNS_KEY = "_has_runs"  # set once this session starts a run: until then no page loads the manager (or torch)
 ADOPTED_KEY = "_adopted_runs"  # run ids whose checkpoints already joined this session's models
 FORM = "tr_"  # prefix of the form's widget keys
+SAVED_KEY = "_train_form"  # the form's values, kept while the visitor is on other pages (widgets' are not)
 POLL_S = 1.5  # seconds between two looks at a run while it trains
 
 TASK_LABELS = {"translation": "English → French translation", "emails": "route a support email (4 teams)",
@@ -35,20 +36,22 @@ def manager():
     return RunManager(still_there=_tab_connected)
 
 
-def _tab_connected(session_id: str) -> bool:
-    """Whether Streamlit still has this browser session connected (False when it cannot tell, as in AppTest)."""
+def _tab_connected(owner_id: str) -> bool:
+    """Whether Streamlit still has this owner's browser session connected (False when it cannot tell)."""
     from streamlit.runtime import Runtime
 
+    session_id = owner_id.partition("/")[0]
     return Runtime.exists() and Runtime.instance().is_active_session(session_id)
 
 
 def owner() -> str:
-    """This browser session's id: Streamlit's own (so the manager can ask whether its tab is still open)."""
+    """This browser session's owner id for the run manager: Streamlit's session id (so the manager can ask
+    whether its tab is still open), then a random part of its own (unique even where session ids are not)."""
     if OWNER_KEY not in st.session_state:
         from streamlit.runtime.scriptrunner import get_script_run_ctx
 
         ctx = get_script_run_ctx()
-        st.session_state[OWNER_KEY] = ctx.session_id if ctx is not None else secrets.token_hex(16)
+        st.session_state[OWNER_KEY] = f"{ctx.session_id if ctx else ''}/{secrets.token_hex(8)}"
     return st.session_state[OWNER_KEY]
 
 
@@ -71,6 +74,18 @@ def apply_preset() -> None:
         st.session_state[FORM + field] = getattr(spec, field)
 
 
+def _restore(first_preset: str) -> None:
+    """Put the form's values back in its widgets: Streamlit forgets a widget's state on pages without it."""
+    if SAVED_KEY not in st.session_state:
+        st.session_state["preset"] = first_preset
+        apply_preset()
+        return
+    for name, value in st.session_state[SAVED_KEY].items():
+        key = name if name == "preset" else FORM + name
+        if key not in st.session_state:
+            st.session_state[key] = value
+
+
 def fit_family() -> None:
     """The task picker's callback: keep the family one that can learn the new task."""
     from seqviz.runs import TASK_FAMILIES
@@ -86,9 +101,7 @@ def form():
     from seqviz.runs import APPLIES, PRESETS, TASK_FAMILIES, RunSpec, preset
 
     names = [p.name for p in PRESETS]
-    if FORM + "task" not in st.session_state:
-        st.session_state.setdefault("preset", names[0])
-        apply_preset()
+    _restore(names[0])
     st.selectbox("Preset", names, key="preset", on_change=apply_preset,
                  help="Settings to start from: quick runs of each kind, and the chapter's experiments in pairs.")
     chosen = preset(st.session_state["preset"])
@@ -122,6 +135,7 @@ def form():
     budget[3].number_input("Seed", min_value=0, max_value=limits.TRAIN_MAX_SEED, step=1, key=FORM + "seed",
                            help="initial weights and the order of the batches")
     values = {field: st.session_state[FORM + field] for field in FIELDS}
+    st.session_state[SAVED_KEY] = {"preset": st.session_state["preset"], **values}
     default_name = chosen.spec.name if all(getattr(chosen.spec, f) == values[f] for f in FIELDS) else ""
     try:
         spec = RunSpec(**values, name=default_name)
@@ -197,3 +211,14 @@ def _status_line() -> None:
         st.session_state["_was_training"] = False
         st.rerun()  # the whole page: the new model joins the pickers, and the polling stops
     st.session_state["_was_training"] = bool(training)
+
+
+def measure_name(key: str) -> str:
+    """A task summary's key in words: "exact_match_le30" -> "exact match, sources of ≤ 30 tokens"."""
+    words = {"le30": "sources of ≤ 30 tokens", "ge25": "sources of ≥ 25 tokens"}
+    head, _, tail = key.rpartition("_")
+    if tail in words:
+        return f"{head.replace('_', ' ')}, {words[tail]}"
+    if key.startswith("accuracy_at_"):
+        return f"accuracy at distance {key.removeprefix('accuracy_at_')}"
+    return key.replace("_", " ")

@@ -55,6 +55,16 @@ def test_the_form_starts_on_the_quick_attention_translator():
     assert not at.exception
 
 
+def test_the_form_keeps_its_settings_while_the_visitor_is_elsewhere():
+    at = open_train()
+    at.number_input(key="tr_steps").set_value(123).run()
+    at.switch_page("app_pages/attention.py").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert at.number_input(key="tr_steps").value == 123
+    assert at.selectbox(key="preset").value.startswith("Quick: ")
+
+
 def test_a_tiny_run_ends_and_its_model_is_on_other_pages():
     at = tiny(open_train())
     next(b for b in at.button if b.label == "Start training").click().run()

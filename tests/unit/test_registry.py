@@ -81,7 +81,7 @@ def test_names_are_cleaned_and_bounded(lstm_file):
     model, _ = store.add(rewrite_meta(lstm_file, lambda doc: doc.update(name=hostile)))
     name = model.ref.name
     assert "\x00" not in name and "\u202e" not in name and "\u200b" not in name and "\n" not in name
-    assert len(name) <= 40
+    assert len(name) <= 48 and name.endswith("…")
     nameless, _ = SessionModels().add(rewrite_meta(lstm_file, lambda doc: doc.pop("name")), "my model.safetensors")
     assert nameless.ref.name == "my model"
 

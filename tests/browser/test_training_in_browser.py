@@ -175,9 +175,6 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
           f"it writes: {written}")
 
 
-@pytest.mark.xfail(strict=True, reason="app bug: /train's form goes back to the preset's settings when the visitor "
-                   "opens another page and comes back (its widget state is dropped and training.form re-applies "
-                   "the preset)")
 def test_the_form_keeps_its_settings_across_pages(app_url, page):
     page.goto(f"{app_url}/train")
     wait_for_app(page)
