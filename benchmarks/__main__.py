@@ -1,21 +1,32 @@
-"""python -m benchmarks: page latency (cold and warm), peak memory, training throughput.
+"""python -m benchmarks: page latency (cold and warm), peak memory, training throughput, train your own.
 
 Pages run through Streamlit's AppTest in this process, so "cold" includes loading torch and the models
-the page needs, and "warm" is a rerun with everything cached. Timings are medians on this machine, which
-may be shared and noisy: read them as rough costs. The report goes to benchmarks/report.md.
+the page needs, and "warm" is a rerun with everything cached. "Train your own" (benchmarks/training.py)
+trains the quick presets through the app's RunManager and compares the app's training speed in a real
+browser with the command line's. Timings are on this machine, which may be shared and noisy: read them as
+rough costs. The report goes to benchmarks/report.md, the same figures to benchmarks/report.json.
+
+    python -m benchmarks                 # everything (about 10 minutes on a busy 2-core machine)
+    python -m benchmarks --quick         # no browser, no translator preset, fewer reruns (about 2 minutes)
+    python -m benchmarks --sections presets,app   # only "Train your own"
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import resource
 import statistics
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "benchmarks" / "report.md"
+REPORT_JSON = ROOT / "benchmarks" / "report.json"
+SECTIONS = ("pages", "throughput", "presets", "app")
 
 
 def _peak_rss_mb() -> float:
@@ -74,28 +85,70 @@ def _table(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="warm reruns per page")
     parser.add_argument("--train-steps", type=int, default=30, help="training steps per model (0: skip)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"what to measure, comma-separated: {', '.join(SECTIONS)} (default: all)")
+    parser.add_argument("--app-steps", type=int, default=300, help="steps of the app-against-command-line run")
+    parser.add_argument("--quick", action="store_true",
+                        help="skip the slow parts: the browser run and the translator preset; one warm rerun")
     args = parser.parse_args()
+    sections = [name.strip() for name in args.sections.split(",") if name.strip()]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        parser.error(f"unknown sections {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
+    if args.quick:
+        sections = [name for name in sections if name != "app"]
+        args.repeats = min(args.repeats, 1)
 
     started = time.strftime("%Y-%m-%d %H:%M")
-    pages = page_latency(args.repeats)
-    sections = [
+    load = os.getloadavg()
+    figures: dict = {"measured": started, "machine": platform.machine(), "python": platform.python_version(),
+                     "cpus": os.cpu_count(), "load_average_at_start": load, "sections": sections}
+    report = [
         "# seqviz benchmarks",
         f"Measured {started} on {platform.machine()}, {platform.python_version()}, "
-        f"{__import__('os').cpu_count()} CPUs. Written by `python -m benchmarks`; never asserted in tests.",
-        "## Pages (AppTest, in one process)",
-        "cold: the page's first run in this process (the first page to need torch pays for loading it; "
-        "models and traces cached by earlier pages stay cached, as on a server shared by many visitors); "
-        "warm: a rerun with caches filled; peak RSS: the process's peak memory so far.",
-        _table(pages),
+        f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) at "
+        "the start: the machine is shared with other work. Written by `python -m benchmarks"
+        + (" --quick" if args.quick else "") + (f" --sections {','.join(sections)}" if len(sections) < 4 else "")
+        + "`; never asserted in tests." + ("" if len(sections) == 4 and not args.quick else
+                                            " A partial run: the sections not measured are missing."),
     ]
-    if args.train_steps:
-        sections += ["## Training throughput (one thread, the zoo's batch sizes)", _table(
-            training_throughput(args.train_steps))]
-    REPORT.write_text("\n\n".join(sections) + "\n", encoding="utf-8")
+    if "pages" in sections:
+        pages = page_latency(args.repeats)
+        figures["pages"] = pages
+        report += [
+            "## Pages (AppTest, in one process)",
+            "cold: the page's first run in this process (the first page to need torch pays for loading it; "
+            "models and traces cached by earlier pages stay cached, as on a server shared by many visitors); "
+            "warm: a rerun with caches filled; peak RSS: the process's peak memory so far.",
+            _table(pages),
+        ]
+    if "throughput" in sections and args.train_steps:
+        throughput = training_throughput(args.train_steps)
+        figures["throughput"] = throughput
+        report += ["## Training throughput (one thread, the zoo's batch sizes)", _table(throughput)]
+    if "presets" in sections or "app" in sections:
+        from benchmarks import training
+
+        if "presets" in sections:
+            names = (training.TRANSLATOR, training.CLASSIFIER, training.GRU, training.RNN)
+            if args.quick:
+                names = names[1:]
+            figures["presets"] = training.presets(names)
+            _progress(training.markdown({"presets": figures["presets"]}))
+        if "app" in sections:
+            figures["app_vs_cli"] = training.app_vs_cli(args.app_steps)
+        report.append(training.markdown(figures))
+    figures["load_average_at_end"] = os.getloadavg()
+    REPORT.write_text("\n\n".join(report) + "\n", encoding="utf-8")
+    REPORT_JSON.write_text(json.dumps(figures, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(REPORT.read_text(encoding="utf-8"))
+
+
+def _progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
