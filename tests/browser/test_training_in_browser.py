@@ -5,7 +5,15 @@ import re
 import time
 
 import pytest
-from conftest import assert_no_exception, full_page_screenshot, wait_for_app
+from conftest import (
+    alignment_chart,
+    assert_no_exception,
+    full_page_screenshot,
+    go_to,
+    pick_option,
+    translation_line,
+    wait_for_app,
+)
 from playwright.sync_api import expect
 
 from seqviz.limits import MAX_MODEL_NAME_CHARS
@@ -20,11 +28,6 @@ PICKER = "Translators with attention"
 STEP_TEXT = re.compile(r"Step (\d+) of (\d+)")
 
 
-def go_to(page, title: str, url_path: str) -> None:
-    """Follow the sidebar's link: the same session, so the run and the visitor's models stay."""
-    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
-    page.wait_for_url(f"**/{url_path}**")
-    wait_for_app(page)
 
 
 def set_number(page, label: str, value: int) -> None:
@@ -35,30 +38,10 @@ def set_number(page, label: str, value: int) -> None:
     expect(box).to_have_value(str(value))
 
 
-def pick_option(page, picker_label: str, option) -> None:
-    """Add an option to a Streamlit multiselect: type into its box to filter the list, click the option, close it.
-
-    (A click on the box focuses it without opening the list; typing opens it.)"""
-    box = page.get_by_role("combobox", name=picker_label, exact=True)
-    box.click()
-    box.press_sequentially(option[:12])
-    page.get_by_role("listbox", name=picker_label).get_by_role("option", name=option, exact=True).click()
-    page.keyboard.press("Escape")
-    wait_for_app(page)
 
 
-def alignment_chart(page, label: str):
-    """The vega chart whose title starts with ``label`` (Streamlit draws these small charts as SVG)."""
-    title = page.locator("svg text").filter(has_text=re.compile("^" + re.escape(label)))
-    return page.get_by_test_id("stVegaLiteChart").filter(has=title)
 
 
-def translation_line(page, label: str) -> str:
-    """What the page says a translator writes: the text after "**<label>** writes: "."""
-    body = page.get_by_test_id("stMain").inner_text()
-    found = re.search(re.escape(label) + r" writes: (.*)", body)
-    assert found, f"no line '{label} writes: ...' on the page"
-    return found.group(1).strip()
 
 
 def show_on_attention(page, label: str) -> str:

@@ -5,7 +5,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_no_exception, full_page_screenshot, wait_for_app
+from conftest import (
+    alignment_chart,
+    assert_no_exception,
+    download,
+    full_page_screenshot,
+    go_to,
+    pick_option,
+    translation_line,
+    upload_checkpoint,
+    wait_for_app,
+)
 from playwright.sync_api import expect
 
 try:
@@ -19,59 +29,16 @@ pytestmark = pytest.mark.browser
 PICKER = "Translators with attention"
 
 
-def go_to(page, title: str, url_path: str) -> None:
-    """Follow the sidebar's link (same session: a reload or page.goto would forget the visitor's models)."""
-    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
-    page.wait_for_url(f"**/{url_path}**")
-    wait_for_app(page)
 
 
-def upload_checkpoint(page, path: Path, models_before: int) -> None:
-    """Open the sidebar's "Your models (n)" and give it the file through its file chooser."""
-    sidebar = page.get_by_test_id("stSidebar")
-    expander = sidebar.get_by_test_id("stExpander").filter(has_text=f"Your models ({models_before})")
-    expect(expander).to_have_count(1)
-    uploader = expander.get_by_test_id("stFileUploader")
-    if not uploader.is_visible():
-        expander.get_by_text(f"Your models ({models_before})").first.click()
-    expect(uploader).to_be_visible()
-    uploader.locator("input[type=file]").set_input_files(str(path))
-    # The file travels to the server before the rerun starts: wait for the rerun's message, then for the app.
-    expect(sidebar.get_by_test_id("stExpander").filter(has_text=f"Your models ({models_before + 1})")).to_have_count(
-        1, timeout=60_000)
-    wait_for_app(page)
 
 
-def pick_option(page, picker_label: str, option) -> None:
-    """Add an option to a Streamlit multiselect: type into its box to filter the list, click the option, close it.
-
-    (A click on the box focuses it without opening the list; typing opens it.)"""
-    box = page.get_by_role("combobox", name=picker_label, exact=True)
-    box.click()
-    box.press_sequentially(option[:12])
-    page.get_by_role("listbox", name=picker_label).get_by_role("option", name=option, exact=True).click()
-    page.keyboard.press("Escape")
-    wait_for_app(page)
 
 
-def alignment_chart(page, label: str):
-    """The vega chart whose title starts with ``label`` (Streamlit draws these small charts as SVG)."""
-    title = page.locator("svg text").filter(has_text=re.compile("^" + re.escape(label)))
-    return page.get_by_test_id("stVegaLiteChart").filter(has=title)
 
 
-def translation_line(page, label: str) -> str:
-    """What the page says a translator writes: the text after "**<label>** writes: "."""
-    body = page.get_by_test_id("stMain").inner_text()
-    found = re.search(re.escape(label) + r" writes: (.*)", body)
-    assert found, f"no line '{label} writes: ...' on the page"
-    return found.group(1).strip()
 
 
-def download(page, button) -> bytes:
-    with page.expect_download() as event:
-        button.click()
-    return Path(event.value.path()).read_bytes()
 
 
 def test_a_visitor_brings_a_model(app_url, page, tmp_path):
