@@ -150,7 +150,6 @@ def train_own(spec, out: Path, log_every: int | None = None, stop=None) -> dict:
     name, task, seeds, steps, training seconds, train config, spec, vocabularies, held-out metrics.
     """
     from seqviz import checkpoints
-    from seqviz.tasks import DATA_SEED
     from seqviz.train import train
 
     started = time.perf_counter()
@@ -170,20 +169,7 @@ def train_own(spec, out: Path, log_every: int | None = None, stop=None) -> dict:
     _log(f"trained {result.steps} steps in {result.seconds:.1f} s; measuring it on held-out data")
     model.eval()
     metrics = task.evaluate(model)
-    meta = {
-        "name": spec.label,
-        "description": f"trained from the command line: {spec.label}",
-        "task": spec.task,
-        "data_seed": DATA_SEED,
-        "seed": spec.seed,
-        "steps": result.steps,
-        "train_seconds": round(result.seconds, 2),
-        "final_loss": result.final_loss,
-        "train": dict(vars(config)),
-        "spec": spec.to_dict(),
-        "vocabularies": task.vocabularies,
-        "metrics": metrics,
-    }
+    meta = spec.checkpoint_meta(task, config, result, metrics, "trained from the command line")
     path = checkpoints.save(out, model, meta)
     _log(f"held-out: {_describe(meta)}")
     _log(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB; {time.perf_counter() - started:.0f} s in all)")

@@ -430,7 +430,6 @@ def _train_run(run: Run) -> None:
     import torch
 
     from seqviz import checkpoints
-    from seqviz.tasks import DATA_SEED
     from seqviz.train import train
 
     spec = run.spec
@@ -494,20 +493,7 @@ def _train_run(run: Run) -> None:
     metrics = task.evaluate(model)
     headline = float(task.headline(metrics))
     take_snapshot(result.steps)
-    meta = {
-        "name": spec.label,
-        "description": f"trained in the app: {spec.label}",
-        "task": spec.task,
-        "data_seed": DATA_SEED,
-        "seed": spec.seed,
-        "steps": result.steps,
-        "train_seconds": round(result.seconds, 2),
-        "final_loss": result.final_loss,
-        "train": dict(vars(config)),
-        "spec": spec.to_dict(),
-        "vocabularies": task.vocabularies,
-        "metrics": metrics,
-    }
+    meta = spec.checkpoint_meta(task, config, result, metrics, "trained in the app")
     data = checkpoints.dumps(model, meta)
     with run._lock:
         run._metric_history = [(s, m) for s, m in run._metric_history if s != result.steps]

@@ -150,6 +150,25 @@ class RunSpec:
                   "warmup": max(1, min(100, self.steps // 10)), "clip": 1.0, "schedule": "cosine", "seed": self.seed}
         return TrainConfig(**fields)
 
+    def checkpoint_meta(self, task, config, result, metrics: dict, where: str) -> dict:
+        """What a checkpoint of this run says about itself (checkpoints.dumps adds family, config and sizes)."""
+        from seqviz.tasks import DATA_SEED
+
+        return {
+            "name": self.label,
+            "description": f"{where}: {self.label}",
+            "task": self.task,
+            "data_seed": DATA_SEED,
+            "seed": self.seed,
+            "steps": result.steps,
+            "train_seconds": round(result.seconds, 2),
+            "final_loss": result.final_loss,
+            "train": dict(vars(config)),
+            "spec": self.to_dict(),
+            "vocabularies": task.vocabularies,
+            "metrics": metrics,
+        }
+
     def build(self):
         """(fresh seeded model, the task's shared read-only instance, TrainConfig); global RNG untouched."""
         import torch
