@@ -256,7 +256,7 @@ _SAME_BUDGET = {"task": "translation", "steps": 600, "batch_size": 64}
 #
 # | preset                      | params  | steps | CPU s | held-out at the end                                 |
 # |-----------------------------|---------|-------|-------|-----------------------------------------------------|
-# | Quick: attention translator | 149,961 |   400 |  55.7 | exact <=30 tokens 95.5% (95.2% at step 325, 46 s)   |
+# | Quick: attention translator | 149,961 |  1000 |   ~75 | exact <=30 tokens 96.5%, >=25 64.5%, pairs 6/6 (*)  |
 # | Quick: LSTM emails          |   9,124 |   300 |   1.9 | twins 97.9% (>= 95% from step 225), test 99.1%      |
 # | Memory: GRU                 |  16,616 |   500 |  12.7 | distance 20: 100% from step 200 (5.3 s); 5-60: 100% |
 # | Memory: plain RNN           |   6,120 |   500 |   6.0 | distance 20: 51.5% (5: 55%, 60: 46%)                |
@@ -266,6 +266,9 @@ _SAME_BUDGET = {"task": "translation", "steps": 600, "batch_size": 64}
 # | Same budget: transformer    | 180,745 |   600 |  72.1 | exact <=30 95.1%, >=25 62.2%                        |
 # | Same budget: attention LSTM | 149,961 |   600 |  60.3 | exact <=30 94.1%, >=25 57.0%                        |
 #
+# (*) measured again once the model code had settled (wall seconds from the command line, machine under load): the
+# earlier 400 steps of batch 128 at lr 5e-3 now end at 92.4% (600 steps: 93.3%), short of the 95% the preset
+# promises, so the preset takes the zoo's own settings (lr 3e-3, batch 64) on a 1000-step schedule instead.
 # (1) the slowest preset: 168 wall s under this load, near seqviz.limits.TRAIN_MAX_SECONDS (a run stopped there is
 # kept); about 52 s on the quiet clock. The transformer was a little more accurate per step, a little slower.
 #
@@ -277,8 +280,8 @@ _SAME_BUDGET = {"task": "translation", "steps": 600, "batch_size": 64}
 PRESETS: list[Preset] = [
     Preset(
         "Quick: attention translator",
-        RunSpec(family="dot", **_TRANSLATOR, steps=400, lr=5e-3, batch_size=128, name="quick dot-attention translator"),
-        "Watch the held-out exact match climb past 95% in about half a minute (longer on a busy server), then "
+        RunSpec(family="dot", **_TRANSLATOR, steps=1000, lr=3e-3, batch_size=64, name="quick dot-attention translator"),
+        "Watch the held-out exact match climb past 95% in a minute or so (longer on a busy server), then "
         "open /attention to see where your translator looks for each French word.",
         "held-out exact match >= 95% on sources of up to 30 tokens",
     ),

@@ -82,7 +82,7 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     progress = main.get_by_test_id("stProgress").filter(has_text=STEP_TEXT)
     expect(progress).to_contain_text(f"of {STEPS}", timeout=60_000)
     name = main.locator("h4").first.inner_text().strip()
-    assert name.startswith("dot on translation") and f"{STEPS} steps" in name
+    assert name == f"dot, hidden 64, {STEPS} steps"
 
     # The panel redraws itself (every 1.5 s, no click): the step moves at least twice, the chart with it.
     curves = main.get_by_test_id("stVegaLiteChart").first
@@ -128,9 +128,10 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     event.value.save_as(saved)
     assert saved.suffix == ".safetensors" and saved.stat().st_size > 10_000
 
-    # Pickers name a model by its first MAX_MODEL_NAME_CHARS characters ("... hidden" here: the steps are cut off).
-    short = name[:MAX_MODEL_NAME_CHARS].strip()
-    label = f"{short} (yours)"
+    # Pickers name a model by its run's name, whole (it is shorter than MAX_MODEL_NAME_CHARS).
+    assert len(name) <= MAX_MODEL_NAME_CHARS
+    short = name
+    label = f"{name} (yours)"
     yours = page.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text="Your models (1)")
     expect(yours).to_contain_text(short)
     written = show_on_attention(page, label)
