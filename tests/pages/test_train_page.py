@@ -3,6 +3,7 @@
 import time
 from pathlib import Path
 
+import pytest
 from conftest import all_text
 from streamlit.testing.v1 import AppTest
 
@@ -89,6 +90,26 @@ def test_a_tiny_run_ends_and_its_model_is_on_other_pages():
     other.run()
     other.switch_page("app_pages/vanishing_gradients.py").run()
     assert not any(o.endswith("(yours)") for o in other.multiselect(key="memory").options)
+
+
+@pytest.mark.parametrize(("task", "family", "snapshot"), [
+    ("emails", "lstm", "forget gate"),  # an LSTM: its gates
+    ("emails", "transformer", "layer"),  # a transformer: its heads
+    ("emails", "rnn", "probability of each team"),  # another classifier: its probabilities
+    ("emails", "bow", None),  # counts in one pass: no steps, no snapshots of learning
+    ("translation", "additive", "It writes"),  # a translator: its translation and alignment
+])
+def test_every_kind_of_model_trains_from_the_page(task, family, snapshot):
+    at = tiny(open_train(), task=task, family=family, steps=10)
+    next(b for b in at.button if b.label == "Start training").click().run()
+    settle(at, lambda a: any("after" in s.value.lower() for s in a.success), timeout=180)
+    assert not at.exception
+    assert [b.label for b in at.main.get("download_button")].count("Download checkpoint") == 1
+    (model,) = list(at.session_state["_your_models"])
+    assert model.ref.family == family and model.ref.task == task
+    if snapshot:
+        text = all_text(at) + "\n".join(str(c.proto.spec) for c in at.get("vega_lite_chart"))
+        assert snapshot in text
 
 
 def test_a_second_run_waits_for_the_first_and_can_be_cancelled():
