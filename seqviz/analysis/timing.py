@@ -30,11 +30,12 @@ class ChapterShapes:
 
 
 def chapter_shapes(seed: int = 0) -> ChapterShapes:
-    """Run the chapter's code and return the shapes it prints."""
-    torch.manual_seed(seed)
-    emails = torch.randn(8, 40, 64)  # (1) 8 emails, 40 words each, 64 numbers per word
-    lstm = nn.LSTM(input_size=64, hidden_size=128, batch_first=True)
-    attn = nn.MultiheadAttention(embed_dim=64, num_heads=4, batch_first=True)
+    """Run the chapter's code and return the shapes it prints (the process's random state is left alone)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        emails = torch.randn(8, 40, 64)  # (1) 8 emails, 40 words each, 64 numbers per word
+        lstm = nn.LSTM(input_size=64, hidden_size=128, batch_first=True)
+        attn = nn.MultiheadAttention(embed_dim=64, num_heads=4, batch_first=True)
     with torch.inference_mode():
         out, (h, _c) = lstm(emails)  # (2) reads the 40 words in order
         mixed, weights = attn(emails, emails, emails)  # (3) every word looks at every word, all at once
@@ -72,14 +73,16 @@ def forward_times(lengths=(10, 20, 40, 80, 160, 320), batch: int = 8, dim: int =
     Python loop (what any GPU implementation must do in order); otherwise ``nn.LSTM``'s fused kernel,
     which still walks the T steps in order inside.
     """
-    torch.manual_seed(0)
-    lstm = nn.LSTM(dim, dim, batch_first=True)
-    cell = nn.LSTMCell(dim, dim)
-    attn = nn.MultiheadAttention(dim, num_heads=4, batch_first=True)
+    generator = torch.Generator().manual_seed(0)  # the inputs; the process's random state is left alone
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # the layers' initial weights
+        lstm = nn.LSTM(dim, dim, batch_first=True)
+        cell = nn.LSTMCell(dim, dim)
+        attn = nn.MultiheadAttention(dim, num_heads=4, batch_first=True)
     rows = []
     with torch.inference_mode():
         for length in lengths:
-            x = torch.randn(batch, length, dim)  # (B, T, E)
+            x = torch.randn(batch, length, dim, generator=generator)  # (B, T, E)
 
             def run_lstm(x=x):
                 if not lstm_step_by_step:
