@@ -21,7 +21,7 @@ HAS_RUNS_KEY = "_has_runs"  # set once this session starts a run: until then no 
 ADOPTED_KEY = "_adopted_runs"  # run ids whose checkpoints already joined this session's models
 FORM = "tr_"  # prefix of the form's widget keys
 SAVED_KEY = "_train_form"  # the form's values, kept while the visitor is on other pages (widgets' are not)
-POLL_S = 1.5  # seconds between two looks at a run while it trains
+POLL_S = 2.0  # seconds between two looks at a run while it trains
 
 TASK_LABELS = {"translation": "English → French translation", "emails": "route a support email (4 teams)",
                "memory": "remember the first word (1 to 60 steps back)"}

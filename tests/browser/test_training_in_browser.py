@@ -84,7 +84,7 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     name = main.locator("h4").first.inner_text().strip()
     assert name == f"dot, hidden 64, {STEPS} steps"
 
-    # The panel redraws itself (every 1.5 s, no click): the step moves at least twice, the chart with it.
+    # The panel redraws itself (every 2 s, no click): the step moves at least twice, the chart with it.
     curves = main.get_by_test_id("stVegaLiteChart").first
     expect(curves.locator("svg text").filter(has_text=re.compile("^Training loss$"))).to_have_count(1, timeout=30_000)
     expect(curves.locator("svg text").filter(has_text=re.compile("^Held-out"))).to_have_count(1)
