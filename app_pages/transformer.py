@@ -41,7 +41,7 @@ st.markdown(
 
 st.subheader("2. Self-attention of a trained email classifier, every layer and head")
 tokens = ui.sentence_tokens()
-encoder = models.pick("self-attention", "transformer", label="Transformer classifier", key="model")
+encoder = models.pick("self-attention", "transformer", label="Transformer classifier")
 models.download_buttons(encoder, "transformer-classifier")
 if tokens and encoder:
     models.unknown_note(encoder[0], tokens)
@@ -52,8 +52,7 @@ if tokens and encoder:
                "learn to look for different things, all in one step.")
 
 st.subheader("3. Cross-attention of a trained transformer translator")
-translator = models.pick("cross-attention", "transformer-translator", label="Transformer translator",
-                         key="translator")
+translator = models.pick("cross-attention", "transformer-translator", label="Transformer translator")
 models.download_buttons(translator, "transformer-translator")
 if tokens and translator:
     models.unknown_note(translator[0], tokens)

@@ -19,7 +19,7 @@ st.markdown(
 )
 
 st.subheader("1. Which words can still move the decision?")
-saliency_models = models.pick("saliency", CLASSIFIERS, multi=True, label="Email classifiers", key="model")
+saliency_models = models.pick("saliency", CLASSIFIERS, multi=True, label="Email classifiers")
 models.download_buttons(saliency_models, "saliency")
 tokens = ui.sentence_tokens()
 if tokens and saliency_models:
@@ -38,7 +38,7 @@ if tokens and saliency_models:
     )
 
 st.subheader("2. ‖∂h_T/∂h_k‖ on long sequences")
-recurrent = models.pick("recurrent", RECURRENT, multi=True, label="Recurrent models", key="recurrent")
+recurrent = models.pick("recurrent", RECURRENT, multi=True, label="Recurrent models")
 models.download_buttons(recurrent, "recurrent")
 c1, c2 = st.columns(2)
 length = c1.select_slider("Sequence length T", options=[25, 50, 100, 150, 200], value=100, key="T",
@@ -98,7 +98,7 @@ st.caption("Untrained: the same model, same sizes and seed, before training. The
            "trained plain RNNs' W_h (a copy; the model itself is not changed).")
 
 st.subheader("3. Can it learn twenty steps back?")
-memory = models.pick("memory", MEMORY, multi=True, label="Memory models", key="memory")
+memory = models.pick("memory", MEMORY, multi=True, label="Memory models")
 models.download_buttons(memory, "memory")
 shipped_memory = [ref for ref in memory if ref.shipped]
 curve_source = models.shipped_meta(shipped_memory[0].name) if shipped_memory else None

@@ -38,6 +38,9 @@ def model_colours(families: dict[str, str]) -> alt.Scale:
     return alt.Scale(domain=list(families), range=used)
 
 
+# Room for a model's name on an axis or in a legend: a visitor's run is named up to 48 characters + " (yours)".
+MODEL_LABEL_PX = 360
+
 # Smallest magnitude drawn on a log axis; below it a value is reported as 0.
 LOG_FLOOR = 1e-300
 
@@ -383,10 +386,10 @@ def probabilities_chart(traces: dict, title: str = "") -> alt.Chart:
     data = probabilities_data(traces)
     models = list(traces)
     return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("model:N", sort=models, title=None),
+        y=alt.Y("model:N", sort=models, title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX)),
         x=alt.X("probability:Q", stack="normalize", title="probability of each team", axis=alt.Axis(format="%")),
         color=alt.Color("class:N", scale=alt.Scale(range=[BLUE, ORANGE, GREEN, PURPLE]),
-                        legend=alt.Legend(orient="bottom", title=None)),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
         order=alt.Order("class:N"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("class:N"), alt.Tooltip("probability:Q", format=".3f"),
                  alt.Tooltip("predicted:N")],
@@ -425,7 +428,8 @@ def saliency_chart(saliencies: dict, families: dict[str, str]) -> alt.Chart:
     base = alt.Chart(data).encode(
         x=alt.X("steps back from the end:Q", title="steps back from the last word", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("gradient size:Q", scale=alt.Scale(type="log"), title="‖∂ score / ∂ xₜ‖ (log scale)"),
-        color=alt.Color("model:N", scale=model_colours(families), legend=alt.Legend(orient="bottom", title=None)),
+        color=alt.Color("model:N", scale=model_colours(families),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("word:N"), alt.Tooltip("steps back from the end:Q"),
                  alt.Tooltip("gradient size:Q", format=".3e"), alt.Tooltip("predicted:N")],
     )
@@ -464,7 +468,7 @@ def jacobian_chart(curves: dict, families: dict[str, str]) -> alt.LayerChart:
     )
     measured = alt.Chart(data[~data["bound"]]).mark_line(strokeWidth=2.5).encode(
         color=alt.Color("model:N", scale=model_colours(families),
-                        legend=alt.Legend(orient="bottom", title="model")),
+                        legend=alt.Legend(orient="bottom", title="model", labelLimit=MODEL_LABEL_PX)),
         strokeDash=alt.StrokeDash("state:N", scale=alt.Scale(domain=states, range=dashes[: len(states)]),
                                   legend=alt.Legend(orient="bottom", title="weights", labelLimit=300, symbolSize=400)),
         **encode)
@@ -511,11 +515,11 @@ def twins_chart(metadata: dict[str, dict], families: dict[str, str]) -> alt.Char
     names = list(families)
     data = twins_data(metadata, families)
     base = alt.Chart(data).encode(
-        y=alt.Y("model:N", sort=names, title=None),
+        y=alt.Y("model:N", sort=names, title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX)),
         x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="accuracy"),
         yOffset=alt.YOffset("held-out set:N"),
         color=alt.Color("held-out set:N", scale=alt.Scale(range=[BLUE, ORANGE]),
-                        legend=alt.Legend(orient="bottom", title=None)),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("held-out set:N"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
     text = base.mark_text(align="left", dx=3, fontSize=11).encode(text=alt.Text("accuracy:Q", format=".1%"),
@@ -555,7 +559,7 @@ def memory_accuracy_chart(metadata: dict[str, dict], families: dict[str, str],
         x=alt.X("distance:Q", title="distance: words between the first word and the answer"),
         y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="held-out accuracy"),
         color=alt.Color("model:N", sort=names, scale=model_colours(families),
-                        legend=alt.Legend(orient="bottom", title=None)),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("distance:Q"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
     marks = pd.DataFrame({"x": [20], "y": [chance], "label": [f"chance {chance:.1%}"]})
@@ -591,7 +595,7 @@ def translation_by_length_chart(metadata: dict[str, dict], families: dict[str, s
         x=alt.X("middle:Q", title="source sentence length (tokens, bucket middle)"),
         y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric),
         color=alt.Color("model:N", sort=names, scale=model_colours(families),
-                        legend=alt.Legend(orient="bottom", title=None)),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("source length:N"), alt.Tooltip("value:Q", format=".1%"),
                  alt.Tooltip("n:Q", title="sentences")],
     )

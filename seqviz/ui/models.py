@@ -17,7 +17,7 @@ from seqviz.limits import MAX_SESSION_MODELS, MAX_UPLOAD_MB, output_limit
 from seqviz.registry import ModelRef, SessionModels
 
 SESSION_KEY = "_your_models"  # this session's SessionModels
-UPLOAD_KEY = "_upload"  # the sidebar's file uploader
+UPLOAD_ROUND_KEY = "_upload_round"  # the uploader's key changes after each file, so it is empty again
 UPLOAD_MESSAGE_KEY = "_upload_message"  # (kind, text) of the last upload, shown until the next one
 
 
@@ -44,9 +44,10 @@ def sidebar() -> None:
     message = st.session_state.get(UPLOAD_MESSAGE_KEY)
     with st.sidebar.expander(f"Your models ({len(mine)})", icon=":material/upload_file:",
                              expanded=bool(len(mine)) or message is not None):
+        key = f"_upload{st.session_state.get(UPLOAD_ROUND_KEY, 0)}"
         st.file_uploader(
-            "Upload a checkpoint (.safetensors)", type=["safetensors"], key=UPLOAD_KEY,
-            max_upload_size=MAX_UPLOAD_MB, on_change=_take_upload,
+            "Upload a checkpoint (.safetensors)", type=["safetensors"], key=key,
+            max_upload_size=MAX_UPLOAD_MB, on_change=_take_upload, args=(key,),
             help="A single .safetensors file written by seqviz: by `python -m seqviz train`, or downloaded "
                  "from any page's Download checkpoint button. It is checked whole before anything is built.")
         if message is not None:
@@ -59,13 +60,19 @@ def sidebar() -> None:
                    "forgets them: download a checkpoint to keep it.")
 
 
-def _take_upload() -> None:
+def _next_upload_round() -> None:
+    """A fresh, empty uploader: the same file can then be given again (after Remove, say)."""
+    st.session_state[UPLOAD_ROUND_KEY] = st.session_state.get(UPLOAD_ROUND_KEY, 0) + 1
+
+
+def _take_upload(key: str) -> None:
     """The uploader's callback: validate the new file before the page runs, so every part of it sees the result."""
     from seqviz.checkpoints import CheckpointError
 
-    upload = st.session_state.get(UPLOAD_KEY)
+    upload = st.session_state.get(key)
     if upload is None:
         return
+    _next_upload_round()
     try:
         ref, new = add_model(upload.getvalue(), upload.name)
         st.session_state[UPLOAD_MESSAGE_KEY] = (
@@ -88,6 +95,7 @@ def _your_model_row(model: registry.SessionModel) -> None:
     if row.button("Remove", key=f"rm-{ref.fingerprint[:12]}", icon=":material/delete:"):
         your_models().remove(ref.fingerprint)
         st.session_state.pop(UPLOAD_MESSAGE_KEY, None)
+        _next_upload_round()
         st.rerun()
 
 
@@ -150,9 +158,10 @@ def candidates(view: str) -> list[ModelRef]:
     return yours + [shipped[name].ref for name in _shipped_views()[view]]
 
 
-def pick(view: str, default: str | list[str], *, multi: bool = False, label: str = "Model",
-         key: str = "model") -> list[ModelRef]:
-    """A picker over the models that fit ``view``, bound to the address (?model=...); returns the chosen ones.
+def pick(view: str, default: str | list[str], *, multi: bool = False, label: str = "Model") -> list[ModelRef]:
+    """A picker over the models that fit ``view``, bound to the address under the view's name
+    (/lstm-gates?gates=additive); returns the chosen ones. Each view is on one page only, so a choice never
+    leaks into another page's picker.
 
     ``default`` names the shipped model(s) the page shows first. A shipped default that is missing or damaged
     on disk is named with the command that rebuilds it; the page goes on with what it has.
@@ -170,10 +179,10 @@ def pick(view: str, default: str | list[str], *, multi: bool = False, label: str
                  "browser tab) come first; shipped ones stay in the address when you share the page.")
 
     if multi:
-        chosen = st.multiselect(label, keys, default=chosen_defaults, key=key, bind="query-params", help=help_text)
+        chosen = st.multiselect(label, keys, default=chosen_defaults, key=view, bind="query-params", help=help_text)
     else:
         index = keys.index(chosen_defaults[0]) if chosen_defaults else 0
-        one = st.selectbox(label, keys, index=index, key=key, bind="query-params", help=help_text)
+        one = st.selectbox(label, keys, index=index, key=view, bind="query-params", help=help_text)
         chosen = [one] if one is not None else []
     refs = [by_key[k] for k in chosen if k in by_key]
     if not refs:

@@ -142,8 +142,13 @@ def form():
     except ValueError as error:
         st.error(f"These settings cannot be trained here: {error}.", icon=":material/error:")
         return None
-    st.caption(f"{spec.num_parameters():,} numbers to learn (at most {limits.TRAIN_MAX_PARAMETERS:,}); a run stops "
-               f"after {limits.TRAIN_MAX_SECONDS:.0f} s of training at the latest and keeps what it learned.")
+    budget_text = "" if family == "bow" else (f", {spec.steps} steps of {spec.batch_size} examples, learning rate "
+                                              f"{spec.lr:g}")
+    st.caption(f"**Start training trains:** {family_entry(family).label}"
+               + "".join(f", {field} {getattr(spec, field)}" for field in applies) + budget_text
+               + f", seed {spec.seed}. A box still red has not been taken: press Enter in it, or it keeps its last "
+               f"value. {spec.num_parameters():,} numbers to learn (at most {limits.TRAIN_MAX_PARAMETERS:,}); a run "
+               f"stops after {limits.TRAIN_MAX_SECONDS:.0f} s of training at the latest and keeps what it learned.")
     return spec
 
 
@@ -219,6 +224,8 @@ def measure_name(key: str) -> str:
     head, _, tail = key.rpartition("_")
     if tail in words:
         return f"{head.replace('_', ' ')}, {words[tail]}"
+    if key == "chapter_pairs_exact":
+        return "chapter pairs exactly right (of 6)"
     if key.startswith("accuracy_at_"):
         return f"accuracy at distance {key.removeprefix('accuracy_at_')}"
     return key.replace("_", " ")

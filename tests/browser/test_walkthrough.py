@@ -80,3 +80,21 @@ def test_hostile_sentence_is_shown_as_text(app_url, page):
     assert "<img src=x onerror=alert(1)> **bold**" in main.inner_text()
     assert main.locator("img[src=x]").count() == 0
     assert main.locator("a[href='http://x.example']").count() == 0
+
+
+def test_a_pick_on_one_page_never_empties_another_pages_picker(app_url, page):
+    from conftest import go_to
+
+    page.goto(f"{app_url}/order")
+    wait_for_app(page)
+    picker = page.get_by_test_id("stMultiSelect").filter(has_text="Email classifiers")
+    picker.get_by_role("button", name="Remove bow").click()
+    wait_for_app(page)
+    assert "email-classifier=" in page.url
+    go_to(page, "Encoder-decoder", "encoder-decoder")
+    translators = page.get_by_test_id("stMultiSelect").filter(has_text="Translators")
+    for name in ("plain", "additive", "dot", "transformer-translator"):
+        expect(translators).to_contain_text(name)
+    assert "email-classifier" not in page.url and "model=" not in page.url
+    assert "Pick at least one model" not in page.get_by_test_id("stMain").inner_text()
+    assert_no_exception(page)

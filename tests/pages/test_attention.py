@@ -61,8 +61,8 @@ def test_real_model_alignment_and_steps(open_page):
 
 
 def test_the_transformer_translator_aligns_too(open_page):
-    at = open_page(PAGE, model="transformer-translator", s="where is my parcel ?")
-    assert at.multiselect(key="model").value == ["transformer-translator"]
+    at = open_page(PAGE, alignment="transformer-translator", s="where is my parcel ?")
+    assert at.multiselect(key="alignment").value == ["transformer-translator"]
     assert len(at.get("vega_lite_chart")) == 3  # 2 worked example + its cross-attention (no per-step detail)
 
 

@@ -24,7 +24,7 @@ def fresh() -> AppTest:
 
 
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:
-    at.file_uploader(key="_upload").upload(name, data).run()
+    at.sidebar.file_uploader[0].upload(name, data).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 
@@ -57,7 +57,7 @@ def test_uploaded_models_on_every_page_that_fits(files):
 
     # /order: the LSTM classifier beside the bag of words, its twins accuracy measured here
     on(at, "app_pages/order.py")
-    picker = at.multiselect(key="model")
+    picker = at.multiselect(key="email-classifier")
     assert "tiny-lstm (yours)" in picker.options and "tiny-dot (yours)" not in picker.options
     assert picker.options[0] == "tiny-lstm (yours)"  # the visitor's own come first
     picker.set_value([LSTM, "bow"]).run()
@@ -68,14 +68,14 @@ def test_uploaded_models_on_every_page_that_fits(files):
     # /lstm-gates: both have an LSTM (the translator's encoder)
     on(at, "app_pages/lstm_gates.py")
     for name in ("tiny-lstm", "tiny-dot"):
-        at.selectbox(key="model").set_value(f"{name} (yours)").run()
+        at.selectbox(key="gates").set_value(f"{name} (yours)").run()
         assert not at.exception
         assert f"{name} (yours)" in all_text(at)
         assert charts(at) == 3
 
     # /vanishing-gradients: saliency and ‖∂h_T/∂h_k‖ of the LSTM classifier
     on(at, "app_pages/vanishing_gradients.py")
-    at.multiselect(key="model").set_value([LSTM, "rnn"]).run()
+    at.multiselect(key="saliency").set_value([LSTM, "rnn"]).run()
     at.multiselect(key="recurrent").set_value([LSTM, "rnn"]).run()
     assert not at.exception
     assert charts(at) >= 3
@@ -83,7 +83,7 @@ def test_uploaded_models_on_every_page_that_fits(files):
 
     # /encoder-decoder: the translator in the table of chapter pairs and in the length chart
     on(at, "app_pages/encoder_decoder.py")
-    at.multiselect(key="model").set_value([DOT, "plain"]).run()
+    at.multiselect(key="translator").set_value([DOT, "plain"]).run()
     assert not at.exception
     assert "tiny-dot (yours)" in at.table[0].value.columns
     assert "measured here with the same evaluation code" in all_text(at)
@@ -91,27 +91,26 @@ def test_uploaded_models_on_every_page_that_fits(files):
 
     # /attention: its alignment and one step read like the worked example
     on(at, "app_pages/attention.py")
-    at.multiselect(key="model").set_value([DOT, "additive"]).run()
+    at.multiselect(key="alignment").set_value([DOT, "additive"]).run()
     assert not at.exception
     assert "tiny-dot (yours)** writes" in all_text(at)
     assert charts(at) == 5  # two worked-example charts, two alignments, one step
 
-    # the share box leaves the visitor's model out, and says so
-    assert "not in this link" in all_text(at)
-    share = at.sidebar.code[0].value
-    assert "yours" not in share and "model=additive" in share
+    # (the share box leaving the visitor's model out is checked in Chromium, tests/browser/test_bring_a_model.py:
+    # AppTest does not copy a picker's bound value into st.query_params)
+    assert "yours" not in at.sidebar.code[0].value
 
     # /transformer: neither fits; the shipped transformers are still shown
     on(at, "app_pages/transformer.py")
-    assert "tiny-dot (yours)" not in at.selectbox(key="translator").options
+    assert "tiny-dot (yours)" not in at.selectbox(key="cross-attention").options
 
 
 def test_an_upload_is_invisible_to_another_session(files):
     mine = upload(fresh(), "tiny-dot.safetensors", files["dot-translator"])
     theirs = on(fresh(), "app_pages/attention.py")
     on(mine, "app_pages/attention.py")
-    assert "tiny-dot (yours)" in mine.multiselect(key="model").options
-    assert "tiny-dot (yours)" not in theirs.multiselect(key="model").options
+    assert "tiny-dot (yours)" in mine.multiselect(key="alignment").options
+    assert "tiny-dot (yours)" not in theirs.multiselect(key="alignment").options
     assert "Your models (0)" in [e.label for e in theirs.sidebar.expander]
 
 
@@ -123,8 +122,11 @@ def test_the_same_file_twice_and_remove(files):
     at.sidebar.button(key=f"rm-{checkpoints.fingerprint(files['lstm-classifier'])[:12]}").click().run()
     assert not at.exception
     assert "Your models (0)" in [e.label for e in at.sidebar.expander]
+    at = upload(at, "a.safetensors", files["lstm-classifier"])  # the same file again, after Remove
+    assert "Your models (1)" in [e.label for e in at.sidebar.expander]
+    at.sidebar.button(key=f"rm-{checkpoints.fingerprint(files['lstm-classifier'])[:12]}").click().run()
     on(at, "app_pages/order.py")
-    assert "tiny-lstm (yours)" not in at.multiselect(key="model").options
+    assert "tiny-lstm (yours)" not in at.multiselect(key="email-classifier").options
 
 
 def test_hostile_uploads_get_a_message_and_nothing_runs(files, tmp_path):
