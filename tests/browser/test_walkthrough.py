@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import assert_no_exception, full_page_screenshot, type_sentence, wait_for_app
+from conftest import assert_no_exception, full_page_screenshot, go_to, type_sentence, wait_for_app
 from playwright.sync_api import expect
 
 from seqviz.story import STORY
@@ -83,8 +83,6 @@ def test_hostile_sentence_is_shown_as_text(app_url, page):
 
 
 def test_a_pick_on_one_page_never_empties_another_pages_picker(app_url, page):
-    from conftest import go_to
-
     page.goto(f"{app_url}/order")
     wait_for_app(page)
     picker = page.get_by_test_id("stMultiSelect").filter(has_text="Email classifiers")
