@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, _free_port, assert_no_exception, full_page_screenshot, wait_for_app
+from playwright.sync_api import expect
 
 BASE_PATH = "seqviz"
 SMOKE_TIMEOUT_S = 170  # the whole smoke run, every page; a page is given 60 s inside it
@@ -189,7 +190,9 @@ def test_deep_link_download_and_share_box_under_a_base_path(hosted, page):
     page.goto(f"{hosted}/attention?s=where+is+my+parcel")
     wait_for_app(page)
     assert_no_exception(page)
-    assert page.get_by_role("textbox", name="Sentence", exact=True).input_value() == "where is my parcel"
+    # the box takes the address's value as the app starts: wait for it rather than read it at once
+    expect(page.get_by_role("textbox", name="Sentence", exact=True)).to_have_value("where is my parcel",
+                                                                                   timeout=30_000)
 
     sidebar = page.get_by_test_id("stSidebar")
     sidebar.get_by_text("Share this view: copy the address", exact=True).wait_for()

@@ -59,7 +59,9 @@ def test_rnn_memory_explodes_when_asked(app_url, page):
 def test_attention_deep_link_and_numbers(app_url, page):
     page.goto(f"{app_url}/attention?s=where+is+my+parcel")
     wait_for_app(page)
-    assert page.get_by_role("textbox", name="Sentence", exact=True).input_value() == "where is my parcel"
+    # the box takes the address's value as the app starts: wait for it rather than read it at once
+    expect(page.get_by_role("textbox", name="Sentence", exact=True)).to_have_value("where is my parcel",
+                                                                                   timeout=30_000)
     body = page.locator("[data-testid=stMain]").inner_text()
     for number in ("0.474", "0.174", "0.351", "(0.720, 0.420)"):
         assert number in body
