@@ -180,3 +180,19 @@ def download(page, button) -> bytes:
     with page.expect_download() as event:
         button.click()
     return Path(event.value.path()).read_bytes()
+
+
+ALIGNMENT_PICKER = "Translators with attention"  # /attention's picker
+
+
+def show_on_attention(page, label: str) -> str:
+    """On /attention, add ``label`` to the translators shown; check its heatmap; return what it writes."""
+    go_to(page, "Attention", "attention")
+    pick_option(page, ALIGNMENT_PICKER, label)
+    expect(page.get_by_test_id("stMultiSelect").filter(has_text=ALIGNMENT_PICKER)).to_contain_text(label)
+    chart = alignment_chart(page, label)
+    expect(chart).to_have_count(1, timeout=60_000)
+    expect(chart.locator("svg")).to_be_visible()
+    wait_for_app(page)
+    assert_no_exception(page)
+    return translation_line(page, label)

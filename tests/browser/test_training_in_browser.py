@@ -6,12 +6,10 @@ import time
 
 import pytest
 from conftest import (
-    alignment_chart,
     assert_no_exception,
     full_page_screenshot,
     go_to,
-    pick_option,
-    translation_line,
+    show_on_attention,
     wait_for_app,
 )
 from playwright.sync_api import expect
@@ -42,19 +40,6 @@ def set_number(page, label: str, value: int) -> None:
 
 
 
-
-
-def show_on_attention(page, label: str) -> str:
-    """On /attention, add ``label`` to the translators shown; check its heatmap; return what it writes."""
-    go_to(page, "Attention", "attention")
-    pick_option(page, PICKER, label)
-    expect(page.get_by_test_id("stMultiSelect").filter(has_text=PICKER)).to_contain_text(label)
-    chart = alignment_chart(page, label)
-    expect(chart).to_have_count(1, timeout=60_000)
-    expect(chart.locator("svg")).to_be_visible()
-    wait_for_app(page)
-    assert_no_exception(page)
-    return translation_line(page, label)
 
 
 def read_step(progress) -> tuple[int, int] | None:
