@@ -23,7 +23,6 @@ except ImportError:  # tests/ is on sys.path through tests/conftest.py; this is 
 
 pytestmark = pytest.mark.browser
 
-PICKER = "Translators with attention"
 
 
 

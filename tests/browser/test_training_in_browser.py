@@ -22,7 +22,6 @@ pytestmark = pytest.mark.browser
 # quiet core, 20 to 40 s on this shared 2-core machine while the browser and the server draw.
 STEPS = 300
 BATCH = 32
-PICKER = "Translators with attention"
 STEP_TEXT = re.compile(r"Step (\d+) of (\d+)")
 
 
