@@ -23,7 +23,10 @@ def configure_torch(threads: int = 1) -> None:
         import torch
 
         torch.set_num_threads(threads)
-        torch.use_deterministic_algorithms(True)
+        # The flag torch.use_deterministic_algorithms(True) sets. The public wrapper also imports
+        # torch._inductor.config, all of torch.compile's machinery (3.5 s here, the larger half of a cold
+        # start), only to set the compiler's own copy of the flag; seqviz never compiles.
+        torch._C._set_deterministic_algorithms(True)
         _configured = True
 
 

@@ -6,6 +6,7 @@ themselves.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit
@@ -15,6 +16,11 @@ import pandas as pd
 import streamlit as st
 
 from seqviz.limits import MAX_CHARS
+
+# Altair checks every chart part against the Vega-Lite schema as it is built, then the whole chart again
+# when it is turned into a spec: about half of a page's script time. seqviz's charts are checked once, by the
+# unit tests (tests/unit/test_charts.py turns every chart into a validated spec); the server skips both.
+alt.utils.schemapi.disable_debug_mode()
 
 SENTENCE_KEY = "s"  # also the URL query parameter: /attention?s=where+is+my+parcel
 DEFAULT_SENTENCE = "The parcel arrived, but never the charger that was supposed to be in it."
@@ -112,7 +118,7 @@ def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
     """Draw an altair chart and offer its data as CSV and its picture as PNG and SVG."""
     # Compound charts (concat, facet) keep the widths they were drawn with; single charts fill the column.
     compound = isinstance(figure, alt.VConcatChart | alt.HConcatChart | alt.ConcatChart | alt.FacetChart)
-    st.altair_chart(figure, width="content" if compound else "stretch", height=_height_of(figure))
+    st.altair_chart(_unchecked(figure), width="content" if compound else "stretch", height=_height_of(figure))
     row = st.container(horizontal=True)
     row.download_button("CSV", data=_csv_of(data), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")
@@ -120,6 +126,16 @@ def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
                         key=f"png-{name}", icon=":material/image:", on_click="ignore")
     row.download_button("SVG", data=_lazy_image(figure, "svg"), file_name=f"{name}.svg",
                         mime="image/svg+xml", key=f"svg-{name}", icon=":material/draw:", on_click="ignore")
+
+
+def _unchecked(figure: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """The chart, turned into a spec without the schema check (see disable_debug_mode above).
+
+    Streamlit calls ``figure.to_dict()`` with altair's default, ``validate=True``; this chart's own to_dict
+    defaults to False instead. Set with object.__setattr__: altair charts store attributes as spec fields.
+    """
+    object.__setattr__(figure, "to_dict", functools.partial(type(figure).to_dict, figure, validate=False))
+    return figure
 
 
 def _height_of(figure: alt.TopLevelMixin) -> int | str:

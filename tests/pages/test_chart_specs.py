@@ -1,0 +1,50 @@
+"""Every chart a page draws is a valid Vega-Lite spec.
+
+The server skips altair's schema check (seqviz.ui: it was half of a page's script time), so the check lives
+here: each page runs through AppTest with a sentence that fills every section, and every chart it sends to
+the browser is validated against Vega-Lite's schema.
+"""
+
+import json
+
+import pytest
+from altair.utils.schemapi import validate_jsonschema
+from altair.vegalite.v6.schema.core import load_schema
+
+from seqviz.story import PAGES
+
+SENTENCE = "where is my parcel ? it never arrived ."
+
+
+def _charts(node) -> list:
+    found = [node] if getattr(node, "type", None) == "vega_lite_chart" else []
+    for child in getattr(node, "children", {}).values():
+        found += _charts(child)
+    return found
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.script != "app_pages/train.py"], ids=lambda p: p.url_path)
+def test_every_chart_on_the_page_is_valid_vega_lite(open_page, page):
+    at = open_page(page.script, s=SENTENCE)
+    specs = [json.loads(chart.proto.spec) for chart in _charts(at._tree)]
+    if page.url_path:  # the home page draws none
+        assert specs, f"/{page.url_path} drew no chart"
+    for spec in specs:
+        validate_jsonschema(spec, load_schema())
+
+
+def test_the_check_catches_a_broken_spec(open_page):
+    at = open_page("app_pages/rnn_memory.py")
+    spec = json.loads(_charts(at._tree)[0].proto.spec)
+    spec["mark"] = "no-such-mark"
+    with pytest.raises(Exception, match="no-such-mark"):
+        validate_jsonschema(spec, load_schema())
+
+
+def test_the_training_curves_chart_is_valid_vega_lite():
+    """/train's own chart (its snapshots are the other pages' charts, checked above)."""
+    from seqviz import charts
+
+    losses = [(step, 2.0 / step) for step in range(1, 700)]
+    figure = charts.training_chart(losses, [(100, 0.5), (600, 0.97)], "held-out exact match", 1000)
+    validate_jsonschema(figure.to_dict(validate=False), load_schema())
