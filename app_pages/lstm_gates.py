@@ -39,17 +39,35 @@ models.unknown_note(ref, tokens)
 trace = models.gates(ref, tokens)
 hidden = trace.forget_gate.shape[1]
 
-st.subheader("1. Every gate, unit by unit")
-count = hidden
-if hidden > 4:
-    count = st.slider("Units to show (those whose cell state moves most)", 4, hidden, value=min(16, hidden),
-                      step=4 if hidden % 4 == 0 else 1, key="units", bind="query-params")
-units = gates.most_active_units(trace, count)
-ui.chart(charts.gates_chart(trace, units), charts.gates_data(trace), "lstm-gates")
+GRID, UNIT = "gates-grid", "gates-unit"
 
-st.subheader("2. One unit across the sentence")
-unit = st.selectbox("Unit", units, key="unit", bind="query-params")
-ui.chart(charts.unit_lines_chart(trace, unit), charts.unit_lines_data(trace, unit), "lstm-unit")
+
+def shown_units() -> int:
+    """How many units section 1 shows (the slider's value; every unit when there are 4 or fewer)."""
+    return min(st.session_state.get("units", min(16, hidden)), hidden) if hidden > 4 else hidden
+
+
+@ui.part(GRID)
+def every_gate(trace) -> None:
+    st.subheader("1. Every gate, unit by unit")
+    if hidden > 4:
+        st.slider("Units to show (those whose cell state moves most)", 4, hidden, value=min(16, hidden),
+                  step=4 if hidden % 4 == 0 else 1, key="units", bind="query-params",
+                  on_change=ui.rerun_part(GRID, UNIT))  # the unit picker offers the units shown
+    ui.chart(charts.gates_chart(trace, gates.most_active_units(trace, shown_units())), charts.gates_data(trace),
+             "lstm-gates")
+
+
+@ui.part(UNIT)
+def one_unit(trace) -> None:
+    st.subheader("2. One unit across the sentence")
+    unit = st.selectbox("Unit", gates.most_active_units(trace, shown_units()), key="unit",
+                        bind="query-params", on_change=ui.rerun_part(UNIT))
+    ui.chart(charts.unit_lines_chart(trace, unit), charts.unit_lines_data(trace, unit), "lstm-unit")
+
+
+every_gate(trace)
+one_unit(trace)
 
 st.subheader("3. How much each word keeps")
 ui.chart(charts.mean_forget_chart(trace), charts.mean_forget_data(trace), "lstm-forget")

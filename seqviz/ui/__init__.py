@@ -66,12 +66,35 @@ def notice(message: str) -> None:
     st.warning(escape_markdown(message), icon=":material/info:")
 
 
+SHARE_PART = "share"  # the share box's fragment key: every part that changes the address reruns it
+
+
+def part(key: str) -> Callable:
+    """Decorator for a part of a page that reruns alone when one of its own widgets changes (st.fragment).
+
+    Moving a slider then redraws that part, not every model and chart above it. Its widgets bound to the
+    address take ``on_change=ui.rerun_part(key)``, so the share box shows the new address too.
+    """
+    return st.fragment(key=key)
+
+
+def rerun_part(*keys: str) -> Callable[[], None]:
+    """An on_change callback: rerun the parts ``keys`` and the share box, and nothing else."""
+    return lambda: st.rerun([*keys, SHARE_PART])
+
+
 def share_box(url_path: str) -> None:
     """The address of this page with the current sentence and settings, ready to copy.
 
     A visitor's own models cannot travel in a link (they live in this browser tab only): they are left out
     of the address, and the box says so.
     """
+    with st.sidebar:
+        _share_part(url_path)
+
+
+@st.fragment(key=SHARE_PART)
+def _share_part(url_path: str) -> None:
     from seqviz.registry import is_yours
     from seqviz.share import is_local_address
 
@@ -90,15 +113,14 @@ def share_box(url_path: str) -> None:
         params.append((SENTENCE_KEY, sentence()))  # "" too: ?s= opens an empty box
     if params:
         address += "?" + urlencode(params)
-    with st.sidebar:
-        st.caption("Share this view: copy the address")
-        st.code(address, language=None, wrap_lines=True)
-        if is_local_address(address):
-            st.caption("This address works only on this computer: to share the lab with a class, host it "
-                       "(README, *Share a hosted demo*) and share that host's address.")
-        if left_out:
-            st.caption("Your own models are not in this link: they live in this browser tab only. Whoever "
-                       "opens it sees the shipped models you picked.")
+    st.caption("Share this view: copy the address")
+    st.code(address, language=None, wrap_lines=True)
+    if is_local_address(address):
+        st.caption("This address works only on this computer: to share the lab with a class, host it "
+                   "(README, *Share a hosted demo*) and share that host's address.")
+    if left_out:
+        st.caption("Your own models are not in this link: they live in this browser tab only. Whoever "
+                   "opens it sees the shipped models you picked.")
 
 
 def _app_base_url() -> str:
