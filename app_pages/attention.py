@@ -23,53 +23,64 @@ st.header("1. The worked example, by hand")
 low, high = VECTOR_RANGE
 number = dict(min_value=low, max_value=high, step=0.1, format="%.2f", bind="query-params")
 
-inputs, results = st.columns([2, 3], gap="large")
-with inputs:
-    st.markdown("**The decoder's query q**: what am I looking for?")
-    q1, q2 = st.columns(2)
-    query = (q1.number_input("q, dimension 1", value=ex.CHAPTER_QUERY[0], key="q1", **number),
-             q2.number_input("q, dimension 2", value=ex.CHAPTER_QUERY[1], key="q2", **number))
-    st.caption(f"Each number from {low:g} to {high:g}.")
-    st.markdown("**Encoder states**: one vector per input word")
-    words, keys = [], []
-    for j, (word, key) in enumerate(zip(ex.CHAPTER_WORDS, ex.CHAPTER_KEYS, strict=True), start=1):
-        c0, c1, c2 = st.columns([2, 1, 1])
-        typed = c0.text_input(f"Word {j}", value=word, max_chars=MAX_WORD_CHARS, key=f"w{j}", bind="query-params")
-        words.append(typed.strip() or f"word {j}")
-        keys.append((c1.number_input(f"k{j}, dim 1", value=key[0], key=f"k{j}a", **number),
-                     c2.number_input(f"k{j}, dim 2", value=key[1], key=f"k{j}b", **number)))
-    if len(set(words)) < len(words):
-        st.caption("Two words have the same text; the chart numbers them to keep them apart.")
+WORKED, STEP = "worked-example", "one-step"
+changed = ui.rerun_part(WORKED)
 
-worked = ex.worked_attention(query, keys, words)
-table = charts.attention_steps_data(worked)
 
-with results:
-    st.markdown("**① Score** each word with a dot product, **② softmax** the scores into weights, "
-                "**③ mix** the word vectors by those weights.")
-    st.dataframe(table.style.format({c: ex.number for c in table.columns if c != "word"}), hide_index=True,
-                 width="stretch")
-    total = worked.exp_scores.sum()
-    st.markdown(
-        f"② The e^score column adds to **{ex.number(total)}**; dividing each by it gives the weights "
-        + ", ".join(f"**{w:.3f}**" for w in worked.weights)
-        + f", which add to **{worked.weights.sum():.3f}**."
-    )
-    st.markdown(f"③ Context vector = Σ αⱼ kⱼ = **({worked.context[0]:.3f}, {worked.context[1]:.3f})**, "
-                f"mostly “{ui.escape_markdown(worked.focus)}”.")
+@ui.part(WORKED)
+def worked_example() -> None:
+    """The example's twelve inputs change only this part."""
+    inputs, results = st.columns([2, 3], gap="large")
+    with inputs:
+        st.markdown("**The decoder's query q**: what am I looking for?")
+        q1, q2 = st.columns(2)
+        query = (q1.number_input("q, dimension 1", value=ex.CHAPTER_QUERY[0], key="q1", **number, on_change=changed),
+                 q2.number_input("q, dimension 2", value=ex.CHAPTER_QUERY[1], key="q2", **number, on_change=changed))
+        st.caption(f"Each number from {low:g} to {high:g}.")
+        st.markdown("**Encoder states**: one vector per input word")
+        words, keys = [], []
+        for j, (word, key) in enumerate(zip(ex.CHAPTER_WORDS, ex.CHAPTER_KEYS, strict=True), start=1):
+            c0, c1, c2 = st.columns([2, 1, 1])
+            typed = c0.text_input(f"Word {j}", value=word, max_chars=MAX_WORD_CHARS, key=f"w{j}", bind="query-params",
+                                    on_change=changed)
+            words.append(typed.strip() or f"word {j}")
+            keys.append((c1.number_input(f"k{j}, dim 1", value=key[0], key=f"k{j}a", **number, on_change=changed),
+                         c2.number_input(f"k{j}, dim 2", value=key[1], key=f"k{j}b", **number, on_change=changed)))
+        if len(set(words)) < len(words):
+            st.caption("Two words have the same text; the chart numbers them to keep them apart.")
 
-left, right = st.columns(2, gap="large")
-with left:
-    ui.chart(charts.attention_weights_chart(worked), table, "attention-weights")
-with right:
-    ui.chart(charts.context_mix_chart(worked), charts.context_mix_data(worked), "attention-context")
+    worked = ex.worked_attention(query, keys, words)
+    table = charts.attention_steps_data(worked)
 
-st.subheader("Self-test: what if the query were (0, 1)?")
-turned = ex.worked_attention(ex.SELF_TEST_QUERY, keys, words)
-with st.expander("Answer, computed with the word vectors above"):
-    st.dataframe(charts.attention_steps_data(turned).style.format(
-        {c: ex.number for c in table.columns if c != "word"}), hide_index=True, width="stretch")
-    st.markdown(ui.escape_markdown(ex.describe_change(worked, turned)))
+    with results:
+        st.markdown("**① Score** each word with a dot product, **② softmax** the scores into weights, "
+                    "**③ mix** the word vectors by those weights.")
+        st.dataframe(table.style.format({c: ex.number for c in table.columns if c != "word"}), hide_index=True,
+                     width="stretch")
+        total = worked.exp_scores.sum()
+        st.markdown(
+            f"② The e^score column adds to **{ex.number(total)}**; dividing each by it gives the weights "
+            + ", ".join(f"**{w:.3f}**" for w in worked.weights)
+            + f", which add to **{worked.weights.sum():.3f}**."
+        )
+        st.markdown(f"③ Context vector = Σ αⱼ kⱼ = **({worked.context[0]:.3f}, {worked.context[1]:.3f})**, "
+                    f"mostly “{ui.escape_markdown(worked.focus)}”.")
+
+    left, right = st.columns(2, gap="large")
+    with left:
+        ui.chart(charts.attention_weights_chart(worked), table, "attention-weights")
+    with right:
+        ui.chart(charts.context_mix_chart(worked), charts.context_mix_data(worked), "attention-context")
+
+    st.subheader("Self-test: what if the query were (0, 1)?")
+    turned = ex.worked_attention(ex.SELF_TEST_QUERY, keys, words)
+    with st.expander("Answer, computed with the word vectors above"):
+        st.dataframe(charts.attention_steps_data(turned).style.format(
+            {c: ex.number for c in table.columns if c != "word"}), hide_index=True, width="stretch")
+        st.markdown(ui.escape_markdown(ex.describe_change(worked, turned)))
+
+
+worked_example()
 
 st.header("2. The same steps inside a trained translator")
 st.markdown(
@@ -79,6 +90,31 @@ st.markdown(
     "network, vᵀ tanh(W sₜ₋₁ + U hⱼ), instead of a plain dot product. The dot-product translator (Luong et al. "
     "2015) scores with sₜ · W hⱼ after its decoder step."
 )
+
+
+@ui.part(STEP)
+def one_step(stepwise: dict, families: dict) -> None:
+    """Picking another output word (or translator) reruns only this part."""
+    st.subheader("One step, read like the worked example")
+    label = next(iter(stepwise))
+    if len(stepwise) > 1:
+        label = st.radio("Translator", list(stepwise), horizontal=True, key="stepmodel",
+                         on_change=ui.rerun_part(STEP))
+    trace = stepwise[label]
+    words = charts.position_labels(trace.out_tokens)
+    picked_step = st.select_slider("Output word", options=list(range(len(words))),
+                                   format_func=words.__getitem__, key="step", bind="query-params",
+                                   on_change=ui.rerun_part(STEP))
+    step = trace.steps[min(picked_step, len(trace.steps) - 1)]
+    ui.chart(charts.step_chart(step, trace.src_tokens, families[label]), charts.step_data(step, trace.src_tokens),
+             "attention-step")
+    top = sorted(zip(step.weights, charts.position_labels(trace.src_tokens), strict=True), reverse=True)[:3]
+    mix = " + ".join(f"{w:.2f} × h({ui.escape_markdown(word)})" for w, word in top)
+    st.markdown(f"③ The context for “{ui.escape_markdown(step.output_token)}” is the weighted average of the "
+                f"encoder states, {step.context.shape[0]} numbers: context ≈ {mix} + … "
+                f"(the weights add to {step.weights.sum():.3f}).")
+
+
 picked = models.pick("alignment", ["additive", "dot"], multi=True, label="Translators with attention")
 models.download_buttons(picked, "attention")
 tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.") \
@@ -106,22 +142,7 @@ if tokens:
                "the chapter's second email, where “le” in “le contenir” looks back at the word it stands for.")
     stepwise = {label: trace for label, trace in traces.items() if getattr(trace, "steps", None)}
     if stepwise:
-        st.subheader("One step, read like the worked example")
-        label = next(iter(stepwise))
-        if len(stepwise) > 1:
-            label = st.radio("Translator", list(stepwise), horizontal=True, key="stepmodel")
-        trace = stepwise[label]
-        words = charts.position_labels(trace.out_tokens)
-        picked_step = st.select_slider("Output word", options=list(range(len(words))),
-                                       format_func=words.__getitem__, key="step", bind="query-params")
-        step = trace.steps[min(picked_step, len(trace.steps) - 1)]
-        ui.chart(charts.step_chart(step, trace.src_tokens, families[label]), charts.step_data(step, trace.src_tokens),
-                 "attention-step")
-        top = sorted(zip(step.weights, charts.position_labels(trace.src_tokens), strict=True), reverse=True)[:3]
-        mix = " + ".join(f"{w:.2f} × h({ui.escape_markdown(word)})" for w, word in top)
-        st.markdown(f"③ The context for “{ui.escape_markdown(step.output_token)}” is the weighted average of the "
-                    f"encoder states, {step.context.shape[0]} numbers: context ≈ {mix} + … "
-                    f"(the weights add to {step.weights.sum():.3f}).")
+        one_step(stepwise, families)
 
 st.info("Nothing in these three steps waits for a previous step: every word is scored, weighted and "
         "mixed at the same moment. That is what lets the transformer drop recurrence.",
