@@ -60,10 +60,18 @@ st.caption("✓: the model's greedy output is exactly the reference; otherwise i
 
 st.subheader("3. Measured: quality against sentence length")
 measured = models.measured(picked)
-metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric",
-                  bind="query-params")
-ui.chart(charts.translation_by_length_chart(measured, models.families(picked), metric),
-         charts.translation_by_length_data(measured, models.families(picked)), "encoder-decoder-length")
+
+
+@ui.part("by-length")
+def by_length(measured: dict, families: dict) -> None:
+    """Switching the measure redraws only this chart."""
+    metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric",
+                      bind="query-params", on_change=ui.rerun_part("by-length"))
+    ui.chart(charts.translation_by_length_chart(measured, families, metric),
+             charts.translation_by_length_data(measured, families), "encoder-decoder-length")
+
+
+by_length(measured, models.families(picked))
 plain, additive = models.shipped_meta("plain"), models.shipped_meta("additive")
 if plain is not None and additive is not None:
     st.markdown(
