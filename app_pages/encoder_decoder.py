@@ -67,7 +67,7 @@ def by_length(measured: dict, families: dict) -> None:
     """Switching the measure redraws only this chart."""
     metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric",
                       bind="query-params", on_change=ui.rerun_part("by-length"))
-    ui.chart(charts.translation_by_length_chart(measured, families, metric),
+    ui.chart(ui.figure(charts.translation_by_length_chart, measured, families, metric),
              charts.translation_by_length_data(measured, families), "encoder-decoder-length")
 
 

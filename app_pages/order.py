@@ -26,7 +26,8 @@ for column, (text, label), name in ((left, CHAPTER_EMAILS[0], "Email A"), (right
 
 st.subheader("1. What a bag-of-words model sees")
 bags = compare_bags(tokenize(first), tokenize(second))
-ui.chart(charts.bag_chart(bags, "Email A", "Email B"), charts.bag_data(bags, "Email A", "Email B"), "order-bags")
+ui.chart(ui.figure(charts.bag_chart, bags, "Email A", "Email B"), charts.bag_data(bags, "Email A", "Email B"),
+         "order-bags")
 st.markdown(
     f"Counted, the two emails differ only in {', '.join(f'“{w}”' for w in bags.only_in_a)} against "
     f"{', '.join(f'“{w}”' for w in bags.only_in_b)}. The cosine similarity of their count vectors is "
@@ -49,7 +50,7 @@ for column, (text, label), name in ((a_col, CHAPTER_EMAILS[0], "Email A"), (b_co
     with column:
         tokens = tuple(tokenize(text))
         traces = {ref.label: models.classify(ref, tokens) for ref in picked}
-        ui.chart(charts.probabilities_chart(traces, title=f"{name}: should be {label}"),
+        ui.chart(ui.figure(charts.probabilities_chart, traces, title=f"{name}: should be {label}"),
                  charts.probabilities_data(traces), f"order-{name[-1].lower()}")
         right_models = [m for m, t in traces.items() if t.predicted == label]
         st.caption(ui.escape_markdown(f"Right on {name}: {', '.join(right_models) or 'none'}."))
@@ -60,15 +61,15 @@ if tokens:
     mine = {ref.label: models.classify(ref, tokens) for ref in picked}
     for ref in picked:
         models.unknown_note(ref, tokens)
-    ui.chart(charts.probabilities_chart(mine, title="The sidebar sentence"), charts.probabilities_data(mine),
+    ui.chart(ui.figure(charts.probabilities_chart, mine, title="The sidebar sentence"), charts.probabilities_data(mine),
              "order-sentence")
     votes = ", ".join(f"{m}: {t.predicted}" for m, t in mine.items())
     st.caption(ui.escape_markdown(f"Predicted team per model: {votes}."))
 
 st.subheader("4. Measured on held-out emails")
 measured = models.measured(picked)
-ui.chart(charts.twins_chart(measured, models.families(picked)), charts.twins_data(measured, models.families(picked)),
-         "order-twins")
+ui.chart(ui.figure(charts.twins_chart, measured, models.families(picked)),
+         charts.twins_data(measured, models.families(picked)), "order-twins")
 bow = models.shipped_meta("bow")
 if bow is not None:
     bow = bow["metrics"]

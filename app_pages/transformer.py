@@ -46,7 +46,7 @@ models.download_buttons(encoder, "transformer-classifier")
 if tokens and encoder:
     models.unknown_note(encoder[0], tokens)
     trace = models.self_attention(encoder[0], tokens)
-    ui.chart(charts.attention_heads_chart(trace.tokens, trace.weights),
+    ui.chart(ui.figure(charts.attention_heads_chart, trace.tokens, trace.weights),
              charts.attention_heads_data(trace.tokens, trace.weights), "transformer-self-attention")
     st.caption("Rows: the word attending; columns: the word it looks at; each row adds to 1. Different heads "
                "learn to look for different things, all in one step.")
@@ -60,8 +60,8 @@ if tokens and translator:
     st.markdown("It writes: " + ui.escape_markdown(" ".join(translated.out_tokens) or "(nothing)"))
     models.runaway_note(translated, tokens)
     if translated.out_tokens:
-        ui.chart(charts.attention_heads_chart(translated.src_tokens, translated.cross, queries=translated.out_tokens,
-                                              row_title="French word written", col_title="English word"),
+        ui.chart(ui.figure(charts.attention_heads_chart, translated.src_tokens, translated.cross,
+                           queries=translated.out_tokens, row_title="French word written", col_title="English word"),
                  charts.attention_heads_data(translated.src_tokens, translated.cross, translated.out_tokens),
                  "transformer-cross-attention")
 
@@ -69,7 +69,7 @@ st.subheader("4. Measured on this machine")
 if st.button("Measure again", icon=":material/timer:"):
     ui.forward_times.clear()
 rows = ui.forward_times()
-ui.chart(charts.timing_chart(rows), charts.timing_data(rows), "transformer-timing")
+ui.chart(ui.figure(charts.timing_chart, rows), charts.timing_data(rows), "transformer-timing")
 by = {(r.length, r.layer): r.milliseconds for r in rows}
 longest = max(r.length for r in rows)
 st.markdown(
@@ -82,8 +82,8 @@ st.markdown(
 metadata = {name: meta for name in ("plain", "additive", "dot", "transformer-translator")
             if (meta := models.shipped_meta(name)) is not None}
 if metadata:
-    ui.chart(charts.throughput_chart(metadata, list(metadata)), charts.throughput_data(metadata, list(metadata)),
-             "transformer-throughput")
+    ui.chart(ui.figure(charts.throughput_chart, metadata, list(metadata)),
+             charts.throughput_data(metadata, list(metadata)), "transformer-throughput")
 st.caption("From the training command's own clock (steps × batch size ÷ training seconds), one thread per model, "
            "with other work sharing the machine: rough figures. `python -m benchmarks` measures them again.")
 

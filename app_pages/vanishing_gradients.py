@@ -26,7 +26,7 @@ if tokens and saliency_models:
     for ref in saliency_models:
         models.unknown_note(ref, tokens)
     found = {ref.label: models.saliency(ref, tokens) for ref in saliency_models}
-    ui.chart(charts.saliency_chart(found, models.families(saliency_models)), charts.saliency_data(found),
+    ui.chart(ui.figure(charts.saliency_chart, found, models.families(saliency_models)), charts.saliency_data(found),
              "gradients-saliency")
     spans = "; ".join(f"{name}: {s.norms[0] / s.norms[-1]:.2g}×" for name, s in found.items() if s.norms[-1] > 0)
     st.markdown(
@@ -63,7 +63,7 @@ def jacobians(recurrent) -> None:
             curves[(ref.label, scaled_state)] = models.jacobian(ref, True, length, scale)
     far = min(20, length - 1)
     if curves:
-        ui.chart(charts.jacobian_chart(curves, models.families(recurrent)), charts.jacobian_data(curves),
+        ui.chart(ui.figure(charts.jacobian_chart, curves, models.families(recurrent)), charts.jacobian_data(curves),
                  "gradients-jacobian")
         text = (f"Averaged over 3 random word sequences of {length} words (geometric mean of the spectral norm). "
                 "The grey dotted line is Pascanu et al.'s (2013) bound for a plain RNN, ‖∂h_T/∂h_k‖ ≤ η^(T−k) with "
@@ -132,7 +132,7 @@ def learning_to_remember(memory, shipped_memory, steps) -> None:
     for ref in memory:
         metadata[ref.label] = (models.shipped_meta(ref.name) if ref.shipped else {"metrics": models.held_out(ref)})
     if memory:
-        ui.chart(charts.memory_accuracy_chart(metadata, models.families(memory), step),
+        ui.chart(ui.figure(charts.memory_accuracy_chart, metadata, models.families(memory), step),
                  charts.memory_data(metadata, models.families(memory), step), "gradients-memory")
     if any(not ref.shipped for ref in memory):
         st.caption("Your own models are drawn as they are now (measured here on the same held-out sequences), "

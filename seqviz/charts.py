@@ -3,7 +3,9 @@
 Each ``*_data`` function returns the tidy table behind a chart (what a page offers
 as CSV), and each chart function draws that table. Words on an axis are labelled
 by position and text, "03 parcel", so repeated words stay apart and in order.
-Every mark has a tooltip.
+Every mark has a tooltip. Layers that draw one table share a base chart without data and get the table once,
+from ``alt.layer(..., data=data)``: layers that each carry the same frame make altair hash it through its text
+form, tens of milliseconds per layer.
 """
 
 from __future__ import annotations
@@ -66,14 +68,14 @@ def tiny_rnn_data(run: TinyRNNRun) -> pd.DataFrame:
 
 def memory_chart(run: TinyRNNRun) -> alt.Chart:
     data = tiny_rnn_data(run)
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("step:Q", title="step t", axis=alt.Axis(tickMinStep=1), scale=alt.Scale(domainMin=1)),
         y=alt.Y("memory h_t:Q", title="memory hₜ"),
         tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("input x_t:Q", format=".3f"),
                  alt.Tooltip("memory h_t:Q", format=".3f")],
     )
-    return (base.mark_line(color=BLUE) + base.mark_point(color=BLUE, filled=True, size=50)).properties(
-        height=260, title="The memory hₜ, step by step")
+    return alt.layer(base.mark_line(color=BLUE), base.mark_point(color=BLUE, filled=True, size=50),
+                     data=data).properties(height=260, title="The memory hₜ, step by step")
 
 
 def gradient_data(run: TinyRNNRun) -> pd.DataFrame:
@@ -132,7 +134,7 @@ def attention_steps_data(worked: WorkedAttention) -> pd.DataFrame:
 def attention_weights_chart(worked: WorkedAttention) -> alt.LayerChart:
     data = attention_steps_data(worked)
     data["label"] = position_labels(worked.words)
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False, labelLimit=200)),
         x=alt.X("weight α:Q", title="softmax weight α", scale=alt.Scale(domain=[0, 1])),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("score q·k:Q", format=".3f"),
@@ -140,7 +142,8 @@ def attention_weights_chart(worked: WorkedAttention) -> alt.LayerChart:
     )
     bars = base.mark_bar(color=BLUE)
     text = base.mark_text(align="left", dx=4).encode(text=alt.Text("weight α:Q", format=".3f"))
-    return (bars + text).properties(height=40 * len(data) + 30, title="Weights after softmax (they add to 1)")
+    return alt.layer(bars, text, data=data).properties(height=40 * len(data) + 30,
+                                                       title="Weights after softmax (they add to 1)")
 
 
 def context_mix_data(worked: WorkedAttention) -> pd.DataFrame:
@@ -174,12 +177,13 @@ def context_mix_chart(worked: WorkedAttention) -> alt.LayerChart:
     lo = float(min(0.0, data[["x", "x2"]].min().min(), data[["y", "y2"]].min().min())) - 0.15
     hi = float(max(1.0, data[["x", "x2"]].max().max(), data[["y", "y2"]].max().max())) + 0.25
     scale = alt.Scale(domain=[lo, hi], nice=False)
-    base = alt.Chart(data).encode(x=alt.X("x:Q", scale=scale, title="dimension 1"),
+    base = alt.Chart().encode(x=alt.X("x:Q", scale=scale, title="dimension 1"),
                                   y=alt.Y("y:Q", scale=scale, title="dimension 2"),
                                   x2="x2:Q", y2="y2:Q", color=colour, tooltip=tooltip)
     # Keys first and thick, the query dashed on top: with the chapter's numbers q lies along "parcel".
-    segments = base.mark_rule(strokeWidth=4).transform_filter(alt.datum.part != "query q") + \
-        base.mark_rule(strokeWidth=2, strokeDash=[6, 4]).transform_filter(alt.datum.part == "query q")
+    segments = alt.layer(base.mark_rule(strokeWidth=4).transform_filter(alt.datum.part != "query q"),
+                         base.mark_rule(strokeWidth=2, strokeDash=[6, 4]).transform_filter(alt.datum.part == "query q"),
+                         data=data)
     tips = alt.Chart(data).mark_point(filled=True, size=60).encode(
         x=alt.X("x2:Q", scale=scale), y=alt.Y("y2:Q", scale=scale), color=colour, tooltip=tooltip)
     key_labels = alt.Chart(data[data["part"] == "key vector"]).mark_text(
@@ -190,10 +194,11 @@ def context_mix_chart(worked: WorkedAttention) -> alt.LayerChart:
         x=alt.X("x2:Q", scale=scale), y=alt.Y("y2:Q", scale=scale), text="word:N", color=colour)
     ctx = pd.DataFrame({"part": ["context"], "x": [worked.context[0]], "y": [worked.context[1]],
                         "label": [f"context ({worked.context[0]:.3f}, {worked.context[1]:.3f})"]})
-    ctx_base = alt.Chart(ctx).encode(x=alt.X("x:Q", scale=scale), y=alt.Y("y:Q", scale=scale),
+    ctx_base = alt.Chart().encode(x=alt.X("x:Q", scale=scale), y=alt.Y("y:Q", scale=scale),
                                      tooltip=[alt.Tooltip("label:N", title="context")])
-    ctx_marks = ctx_base.mark_point(shape="diamond", size=160, filled=True, color=VERMILLION) + \
-        ctx_base.mark_text(align="left", dx=9, dy=12, color=VERMILLION, fontSize=13).encode(text="label:N")
+    ctx_marks = alt.layer(ctx_base.mark_point(shape="diamond", size=160, filled=True, color=VERMILLION),
+                          ctx_base.mark_text(align="left", dx=9, dy=12, color=VERMILLION, fontSize=13).encode(
+                              text="label:N"), data=ctx)
     return alt.layer(segments, tips, key_labels, query_label, ctx_marks).properties(
         height=380, title="The context: a weighted mix of the word vectors")
 
@@ -217,7 +222,7 @@ def heatmap(data: pd.DataFrame, rows: list[str], cols: list[str], *, value: str 
             scheme: str = "blues", cell: int = 22, title: str = "", annotate: bool = False) -> alt.Chart:
     """A labelled heatmap with a tooltip on every cell (rows top to bottom, columns left to right)."""
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme, domainMid=0)
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("column:N", sort=cols, title=col_title,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160, orient="top")),
         y=alt.Y("row:N", sort=rows, title=row_title, axis=alt.Axis(labelOverlap=False, labelLimit=160)),
@@ -232,7 +237,7 @@ def heatmap(data: pd.DataFrame, rows: list[str], cols: list[str], *, value: str 
         layers.append(base.mark_text(fontSize=10).encode(
             text=alt.Text(f"{value}:Q", format=".2f"),
             color=alt.condition(f"datum['{value}'] > 0.5", alt.value("white"), alt.value("black"))))
-    chart = alt.layer(*layers).properties(width=max(cell * len(cols), 120), height=max(cell * len(rows), 60))
+    chart = alt.layer(*layers, data=data).properties(width=max(cell * len(cols), 120), height=max(cell * len(rows), 60))
     return chart.properties(title=title) if title else chart
 
 
@@ -308,13 +313,13 @@ def unit_lines_chart(trace, unit: int) -> alt.Chart:
     words = position_labels(trace.tokens)
     colours = alt.Scale(domain=["forget gate f", "input gate i", "output gate o", "candidate c̃", "cell state c",
                                 "hidden h"], range=[BLUE, GREEN, PURPLE, GREY, VERMILLION, ORANGE])
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("value:Q", title="value"),
         color=alt.Color("quantity:N", scale=colours, legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("quantity:N"), alt.Tooltip("value:Q", format=".3f")],
     )
-    return (base.mark_line() + base.mark_point(filled=True, size=40)).properties(
+    return alt.layer(base.mark_line(), base.mark_point(filled=True, size=40), data=data).properties(
         height=300, title=f"Unit {unit}: its gates and memory across the sentence")
 
 
@@ -425,7 +430,7 @@ def saliency_data(saliencies: dict) -> pd.DataFrame:
 def saliency_chart(saliencies: dict, families: dict[str, str]) -> alt.Chart:
     data = saliency_data(saliencies)
     data = data[data["gradient size"] > 0]
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("steps back from the end:Q", title="steps back from the last word", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("gradient size:Q", scale=alt.Scale(type="log"), title="‖∂ score / ∂ xₜ‖ (log scale)"),
         color=alt.Color("model:N", scale=model_colours(families),
@@ -433,7 +438,7 @@ def saliency_chart(saliencies: dict, families: dict[str, str]) -> alt.Chart:
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("word:N"), alt.Tooltip("steps back from the end:Q"),
                  alt.Tooltip("gradient size:Q", format=".3e"), alt.Tooltip("predicted:N")],
     )
-    return (base.mark_line() + base.mark_point(filled=True, size=35)).properties(
+    return alt.layer(base.mark_line(), base.mark_point(filled=True, size=35), data=data).properties(
         height=300, title="How strongly each word can move the decision")
 
 
@@ -487,7 +492,7 @@ def timing_data(rows) -> pd.DataFrame:
 
 def timing_chart(rows) -> alt.Chart:
     data = timing_data(rows)
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("sequence length T:Q", scale=alt.Scale(type="log", base=2), title="sequence length T (log scale)"),
         y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="forward time, ms (log scale)"),
         color=alt.Color("layer:N", scale=alt.Scale(range=[VERMILLION, BLUE]),
@@ -495,7 +500,7 @@ def timing_chart(rows) -> alt.Chart:
         tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("sequence length T:Q"),
                  alt.Tooltip("milliseconds:Q", format=".2f")],
     )
-    return (base.mark_line() + base.mark_point(filled=True, size=50)).properties(
+    return alt.layer(base.mark_line(), base.mark_point(filled=True, size=50), data=data).properties(
         height=300, title="Forward time of one layer on a batch of 8, measured on this machine")
 
 
@@ -619,14 +624,14 @@ def throughput_data(metadata: dict[str, dict], names: list[str]) -> pd.DataFrame
 
 def throughput_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
     data = throughput_data(metadata, names)
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         y=alt.Y("model:N", sort=names, title=None, axis=alt.Axis(labelLimit=220)),
         x=alt.X("sentence pairs per second:Q", title="training sentence pairs per second (one CPU thread)"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("sentence pairs per second:Q", format=".0f"),
                  alt.Tooltip("training seconds:Q", format=".0f"), alt.Tooltip("steps:Q")],
     )
-    return (base.mark_bar(color=BLUE) + base.mark_text(align="left", dx=3).encode(
-        text=alt.Text("sentence pairs per second:Q", format=".0f"))).properties(
+    return alt.layer(base.mark_bar(color=BLUE), base.mark_text(align="left", dx=3).encode(
+        text=alt.Text("sentence pairs per second:Q", format=".0f")), data=data).properties(
         height=40 * len(names), title="Training throughput of the shipped translators, measured here")
 
 
@@ -683,8 +688,9 @@ def training_chart(losses, metric_history, metric_name: str, steps: int) -> alt.
     loss = alt.Chart(data[data["curve"] == "training loss"]).mark_line(color=VERMILLION).encode(
         x=x, y=alt.Y("value:Q", scale=alt.Scale(type="log"), title="training loss (log scale)"), tooltip=tooltip,
     ).properties(width=330, height=220, title="Training loss")
-    held_out = alt.Chart(data[data["curve"] == metric_name])
-    metric = (held_out.mark_line(color=BLUE) + held_out.mark_point(color=BLUE, filled=True)).encode(
+    held_out = alt.Chart()
+    metric = alt.layer(held_out.mark_line(color=BLUE), held_out.mark_point(color=BLUE, filled=True),
+                       data=data[data["curve"] == metric_name]).encode(
         x=x, y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric_name),
         tooltip=tooltip,
     ).properties(width=330, height=220, title="Held-out " + metric_name.removeprefix("held-out "))
