@@ -7,7 +7,8 @@ A translator (the LSTM encoder-decoders of :mod:`seqviz.models.seq2seq` and the 
 - ``start(src, src_lengths)`` -> the decoder's state after reading the source;
 - ``step(y_prev, state)`` -> (logits (B, V), new state, this step's attention details or None).
 
-From these, this class gives ``loss(batch)``, ``greedy``, ``translate`` and the one decode-length rule:
+From these, this class gives ``loss(batch)``, ``greedy``, ``translate``, ``translate_many`` (many sentences
+in one batch) and the one decode-length rule:
 a sentence of T source tokens is decoded to at most :func:`seqviz.limits.output_limit` (T) words.
 
 Batches (the contract with seqviz.train): {"src": (B, T) long padded with <pad>=0, "src_lengths": (B,),
@@ -16,6 +17,7 @@ Batches (the contract with seqviz.train): {"src": (B, T) long padded with <pad>=
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -88,6 +90,24 @@ class Translator(nn.Module):
         with torch.inference_mode():
             outputs, _ = self.greedy(src, src_lengths, max_len)
         return outputs
+
+    def translate_many(self, sources: Sequence[Sequence[int]], max_len: int | None = None) -> list[list[int]]:
+        """Greedy translations of many sentences (lists of source ids) in one padded batch.
+
+        One encoder pass and one decoder step per output position for all of them, until every sentence
+        has written <eos> or reached its own length limit (``output_limit`` of its source length, or
+        ``max_len``): the same words as translating each sentence alone (tests/unit/test_batch_decode.py),
+        for the cost of about one."""
+        sources = [[int(i) for i in ids] for ids in sources]
+        if not sources:
+            return []
+        if any(not ids for ids in sources):
+            raise ValueError("The sentence has no words to translate: type at least one word.")
+        lengths = torch.tensor([len(ids) for ids in sources])  # (B,)
+        src = torch.full((len(sources), int(lengths.max())), PAD_ID, dtype=torch.long)  # (B, T)
+        for row, ids in enumerate(sources):
+            src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        return self.translate(src, lengths, max_len)
 
     @staticmethod
     def _one_source(src_ids) -> tuple[torch.Tensor, torch.Tensor]:
