@@ -116,6 +116,7 @@ def _train_steps(model, task, config, progress, stop, eval_every) -> TrainResult
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=config.lr,
+        foreach=True,  # every tensor in one multi-tensor update: a little faster on a CPU than one at a time
     )
     start = time.perf_counter()
     loss_value = float("nan")
