@@ -1,14 +1,20 @@
-"""python -m benchmarks: page latency (cold and warm), peak memory, training throughput, train your own.
+"""python -m benchmarks: page latency (cold and warm), peak memory, training throughput, train your own, and the
+speed a class feels in a real browser.
 
 Pages run through Streamlit's AppTest in this process, so "cold" includes loading torch and the models
 the page needs, and "warm" is a rerun with everything cached. "Train your own" (benchmarks/training.py)
 trains the quick presets through the app's RunManager and compares the app's training speed in a real
-browser with the command line's. Timings are on this machine, which may be shared and noisy: read them as
-rough costs. The report goes to benchmarks/report.md, the same figures to benchmarks/report.json.
+browser with the command line's. "Speed a class feels" (benchmarks/browser.py) drives Debian's Chromium against
+`streamlit run app.py`: typing to painted on every page, moving a widget, the server's CPU seconds per view with
+1 and 10 sessions, where the time goes on the slowest page, growth with sentence length and visitors, cold start.
+Timings are on this machine, which may be shared and noisy: read them as rough costs (the load average is in the
+report). The report goes to benchmarks/report.md, the same figures to benchmarks/report.json.
 
-    python -m benchmarks                 # everything (about 10 minutes on a busy 2-core machine)
-    python -m benchmarks --quick         # no browser, no translator preset, fewer reruns (about 2 minutes)
+    python -m benchmarks                 # everything (about 20 minutes on a busy 2-core machine)
+    python -m benchmarks --quick         # fewer repeats everywhere, no app-against-command-line run (under 3 min)
     python -m benchmarks --sections presets,app   # only "Train your own"
+    python -m benchmarks --sections typing,widgets,cpu,growth,cold   # only the browser's sections
+    python -m benchmarks --sections translators   # our translators against the tutorial's (benchmarks/translators.py)
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "benchmarks" / "report.md"
 REPORT_JSON = ROOT / "benchmarks" / "report.json"
-SECTIONS = ("pages", "throughput", "presets", "app")
+BROWSER = ("typing", "widgets", "cpu", "growth", "cold")  # benchmarks/browser.py
+SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER)
+OPTIONAL = ("translators",)  # measured only when named in --sections
 
 
 def _peak_rss_mb() -> float:
@@ -89,19 +97,22 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="warm reruns per page")
     parser.add_argument("--train-steps", type=int, default=30, help="training steps per model (0: skip)")
     parser.add_argument("--sections", default=",".join(SECTIONS),
-                        help=f"what to measure, comma-separated: {', '.join(SECTIONS)} (default: all)")
+                        help=f"what to measure, comma-separated: {', '.join(SECTIONS + OPTIONAL)} (default: all "
+                             f"but {', '.join(OPTIONAL)})")
     parser.add_argument("--app-steps", type=int, default=300, help="steps of the app-against-command-line run")
     parser.add_argument("--quick", action="store_true",
-                        help="skip the slow parts: the browser run and the translator preset; one warm rerun")
+                        help="the short version (under 3 minutes): no app-against-command-line run, no translator "
+                             "preset, one warm rerun, fewer sentences and moves in the browser")
     args = parser.parse_args()
     sections = [name.strip() for name in args.sections.split(",") if name.strip()]
-    unknown = set(sections) - set(SECTIONS)
+    unknown = set(sections) - set(SECTIONS + OPTIONAL)
     if unknown:
-        parser.error(f"unknown sections {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
+        parser.error(f"unknown sections {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS + OPTIONAL)}")
     if args.quick:
         sections = [name for name in sections if name != "app"]
         args.repeats = min(args.repeats, 1)
 
+    began = time.perf_counter()
     started = time.strftime("%Y-%m-%d %H:%M")
     load = os.getloadavg()
     figures: dict = {"measured": started, "machine": platform.machine(), "python": platform.python_version(),
@@ -111,8 +122,9 @@ def main() -> None:
         f"Measured {started} on {platform.machine()}, {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) at "
         "the start: the machine is shared with other work. Written by `python -m benchmarks"
-        + (" --quick" if args.quick else "") + (f" --sections {','.join(sections)}" if len(sections) < 4 else "")
-        + "`; never asserted in tests." + ("" if len(sections) == 4 and not args.quick else
+        + (" --quick" if args.quick else "")
+        + (f" --sections {','.join(sections)}" if set(sections) != set(SECTIONS) else "")
+        + "`; never asserted in tests." + ("" if set(SECTIONS) <= set(sections) and not args.quick else
                                             " A partial run: the sections not measured are missing."),
     ]
     if "pages" in sections:
@@ -141,7 +153,25 @@ def main() -> None:
         if "app" in sections:
             figures["app_vs_cli"] = training.app_vs_cli(args.app_steps)
         report.append(training.markdown(figures))
+    parts = tuple(name for name in BROWSER if name in sections)
+    if parts:
+        from benchmarks import browser
+
+        plan = browser.Plan.quick_plan() if args.quick else browser.Plan()
+        try:
+            previous = json.loads(REPORT_JSON.read_text(encoding="utf-8")).get("browser")
+        except (OSError, ValueError):
+            previous = None
+        figures["browser"] = browser.measure(plan, parts)
+        report.append(browser.markdown(figures["browser"], previous))
+    if "translators" in sections:
+        from benchmarks import translators
+
+        figures["translators"] = translators.run(quick=args.quick)
+        report.append(translators.markdown(figures["translators"]))
     figures["load_average_at_end"] = os.getloadavg()
+    figures["seconds"] = time.perf_counter() - began
+    report[1] += f" The whole run took {figures['seconds']:.0f} s."
     REPORT.write_text("\n\n".join(report) + "\n", encoding="utf-8")
     REPORT_JSON.write_text(json.dumps(figures, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(REPORT.read_text(encoding="utf-8"))
