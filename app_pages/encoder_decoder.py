@@ -4,7 +4,7 @@ import streamlit as st
 
 from seqviz import charts, ui
 from seqviz.analysis.translation_check import check
-from seqviz.data.translation import CHAPTER_PAIRS, reference_translation
+from seqviz.data.translation import reference_translation
 from seqviz.ui import models
 
 SHIPPED = ["plain", "additive", "dot", "transformer-translator"]  # shown first; the picker adds any translator
@@ -47,15 +47,7 @@ if tokens:
         st.caption("Words in red differ from the reference at that position.")
 
 st.subheader("2. The chapter's sentences")
-rows = []
-for english, french in CHAPTER_PAIRS:
-    row = {"English": english}
-    for ref in picked:
-        out = models.translation(ref, tuple(english.split())).out_tokens
-        row[ref.label] = "✓" if out == french.split() else "✗ " + " ".join(out)
-    row["reference French"] = french
-    rows.append(row)
-st.table(rows, border="horizontal", hide_index=True)
+st.table(models.chapter_table(picked), border="horizontal", hide_index=True)
 st.caption("✓: the model's greedy output is exactly the reference; otherwise its output is shown.")
 
 st.subheader("3. Measured: quality against sentence length")

@@ -282,6 +282,19 @@ def saliency(ref: ModelRef, tokens):
     return _saliency(ref.fingerprint, tuple(tokens), checkpoint(ref))
 
 
+@st.cache_data(max_entries=64, show_spinner="Translating the chapter's sentences…")
+def _chapter_table(labelled_fingerprints: tuple[tuple[str, str], ...], _translators) -> list[dict]:
+    from seqviz.analysis.translation_check import chapter_table as table
+
+    return table(_translators)
+
+
+def chapter_table(refs: list[ModelRef]) -> list[dict]:
+    """The chapter's sentence pairs against each translator's greedy output (one batch per model, cached)."""
+    return _chapter_table(tuple((ref.label, ref.fingerprint) for ref in refs),
+                          [(ref.label, checkpoint(ref)) for ref in refs])
+
+
 @st.cache_resource(max_entries=16, show_spinner="Building the untrained twin of a model…")
 def _untrained(fingerprint: str, _ck):
     """The model as it was before training: same family, config and seed, fresh weights."""
