@@ -101,8 +101,9 @@ def main() -> None:
                              f"but {', '.join(OPTIONAL)})")
     parser.add_argument("--app-steps", type=int, default=300, help="steps of the app-against-command-line run")
     parser.add_argument("--quick", action="store_true",
-                        help="the short version (under 3 minutes): no app-against-command-line run, no translator "
-                             "preset, one warm rerun, fewer sentences and moves in the browser")
+                        help="the short version (under 3 minutes on a quiet machine): no app-against-command-line "
+                             "run, no translator preset, one warm rerun, 10 training steps, fewer sentences, moves "
+                             "and sessions in the browser")
     args = parser.parse_args()
     sections = [name.strip() for name in args.sections.split(",") if name.strip()]
     unknown = set(sections) - set(SECTIONS + OPTIONAL)
@@ -111,6 +112,7 @@ def main() -> None:
     if args.quick:
         sections = [name for name in sections if name != "app"]
         args.repeats = min(args.repeats, 1)
+        args.train_steps = min(args.train_steps, 10)
 
     began = time.perf_counter()
     started = time.strftime("%Y-%m-%d %H:%M")

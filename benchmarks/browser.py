@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote_plus
@@ -829,23 +829,25 @@ def _open_attention(tab: Tab, out: dict, since: float) -> None:
     out["memory_mb"] = tab.server.memory_mb()
 
 
-def cold_start(browser, quick: bool = False) -> dict:
-    """Cold start. Full: a fresh server to healthy, then /attention opened at once: its first chart drawn and
-    the page painted, from the `streamlit run` command; then another fresh server opening /, /rnn-memory and
-    /attention in turn, torch looked for in its memory map after each. Quick: only the second server, and
-    /attention's figures are its healthy time plus /attention's own opening (after the pages without models)."""
+def cold_start(browser, server: Server | None = None) -> dict:
+    """Cold start. Full (no ``server``): a fresh server to healthy, then /attention opened at once: its first
+    chart drawn and the page painted, from the `streamlit run` command; then another fresh server opening /,
+    /rnn-memory and /attention in turn, torch looked for in its memory map after each. Quick: ``server``, just
+    started, does the second part, and /attention's figures are its healthy time plus /attention's own opening
+    (after the pages without models)."""
+    quick = server is not None
     out: dict = {"how": "quick: healthy + opening /attention after / and /rnn-memory" if quick else
                  "full: /attention opened first on a fresh server"}
     with LoadSampler() as load:
         if not quick:
-            with running_server("benchmark-browser-cold.log") as server:
-                out["healthy_s"] = server.healthy_s
-                tab = Tab(browser, server)
+            with running_server("benchmark-browser-cold.log") as fresh:
+                out["healthy_s"] = fresh.healthy_s
+                tab = Tab(browser, fresh)
                 try:
-                    _open_attention(tab, out, server.started)
+                    _open_attention(tab, out, fresh.started)
                 finally:
                     tab.close()
-        with running_server("benchmark-browser-torch.log") as server:
+        with nullcontext(server) if quick else running_server("benchmark-browser-torch.log") as server:
             out.setdefault("healthy_s", server.healthy_s)
             out["torch_after"] = {"start": server.has_torch()}
             tab = Tab(browser, server)
@@ -968,17 +970,17 @@ def _script_seconds(page: str, texts: list[str]) -> dict:
 class Plan:
     per_page: int = 6  # typed sentences per page after the page's first run
     moves: int = 6  # moves per widget after its first move
-    rounds: int = 2  # rounds over the pages with every session
+    rounds: int = 1  # rounds over the pages with every session
     per_length: int = 3  # sentences per length in the growth measure
     script_runs: int = 5  # AppTest runs of the slowest page
     ten_pages: list[str] = field(default_factory=list)  # empty: every page
     session_counts: tuple[int, ...] = (5, 10)  # sessions open at once, memory read at each
-    quick: bool = False  # cold start on one server, no AppTest subprocesses
+    quick: bool = False  # cold start on the measuring server, no AppTest subprocesses
 
     @classmethod
     def quick_plan(cls) -> Plan:
         return cls(per_page=2, moves=1, rounds=1, per_length=1, script_runs=0, ten_pages=["attention"],
-                   session_counts=(4,), quick=True)
+                   session_counts=(3,), quick=True)
 
 
 def measure(plan: Plan, parts: tuple[str, ...] = ("typing", "widgets", "cpu", "growth", "cold")) -> dict:
@@ -988,15 +990,17 @@ def measure(plan: Plan, parts: tuple[str, ...] = ("typing", "widgets", "cpu", "g
     began = time.perf_counter()
     with chromium() as browser:
         figures["browser_version"] = browser.version
-        if "cold" in parts:
-            figures["cold_start"] = _guard(cold_start, browser, plan.quick)
-            if not plan.quick:
-                figures["cold_start"]["apptest"] = _guard(who_imports_torch)
+        if "cold" in parts and not plan.quick:
+            figures["cold_start"] = _guard(cold_start, browser)
+            figures["cold_start"]["apptest"] = _guard(who_imports_torch)
             _progress(f"cold start done, {time.perf_counter() - began:.0f} s")
-        if {"typing", "widgets", "cpu", "growth"} & set(parts):
+        if {"typing", "widgets", "cpu", "growth"} & set(parts) or ("cold" in parts and plan.quick):
             with running_server() as server:
                 memory = {"just started": server.memory_mb()}
                 figures["memory_mb"] = memory
+                if "cold" in parts and plan.quick:  # on this server, just started: no second server
+                    figures["cold_start"] = _guard(cold_start, browser, server)
+                    _progress(f"cold start done, {time.perf_counter() - began:.0f} s")
                 typed = None
                 if "typing" in parts or "cpu" in parts or "widgets" in parts:
                     typed = typing(browser, server, sentences, plan.per_page)
@@ -1134,7 +1138,8 @@ def markdown(figures: dict, previous: dict | None = None) -> str:
         n = max((r.get("n", 0) for r in wid["widgets"]), default=0)
         parts += ["### Moving a widget to painted",
                   "Each widget on its page (one tab, after the page's first run): one first move to a value not shown "
-                  f"yet (first move s: what a class's first student waits), then {n} moves back and forth between "
+                  "yet (first move s: what a class's first student waits), then "
+                  f"{n} move{'s' * (n != 1)} back and forth between "
                   "the two values (both computed once already: what the rerun itself costs), an arrow key on a "
                   "slider's thumb or a click on another option of a select box, key or pointer press to painted; "
                   "median and max of those. " + _load(wid) + "."
