@@ -349,6 +349,7 @@ def markdown(figures: dict) -> str:
             f"{r['load_min']:.1f}-{r['load_max']:.1f} |")
     parts.append("\n".join(rows))
     parts.append("\n".join(f"- **{r['name']}**: {r['what']}." for r in runs.values()))
+    parts.append(curve_tables(runs))
     parts.append(what_makes_the_difference(figures))
     if figures.get("goals"):
         parts.append("Goals (issue 9, \"Training, for the record\"):")
@@ -356,6 +357,30 @@ def markdown(figures: dict) -> str:
                                for g in figures["goals"]))
     parts.append(f"Measured in {figures['wall_seconds']:.0f} s of wall time, evaluations included.")
     return "\n\n".join(parts)
+
+
+EXAMPLES_AXIS = (4_000, 8_000, 16_000, 32_000, 64_000, 128_000)
+SECONDS_AXIS = (5, 10, 20, 40, 80, 160, 320)
+
+
+def _at_most(curve: list[dict], key: str, limit: float) -> str:
+    """The last measure taken at or before ``limit`` (examples or seconds), as "93.1%", or "–"."""
+    points = [p for p in curve if p[key] <= limit]
+    return f"{points[-1]['exact_le30']:.1%}" if points else "–"
+
+
+def curve_tables(runs: dict) -> str:
+    """Held-out exact match against examples seen and against seconds of training: the last measure taken by then
+    (measures are every few steps, and each run stops once it reaches 95%)."""
+    out = []
+    for key, axis, unit in (("examples", EXAMPLES_AXIS, "examples"), ("seconds", SECONDS_AXIS, "s")):
+        head = "| translator | " + " | ".join(f"{x:,} {unit}" for x in axis) + " |"
+        rows = [head, "|---|" + "---:|" * len(axis)]
+        for r in runs.values():
+            rows.append(f"| {r['name']} | " + " | ".join(_at_most(r["curve"], key, x) for x in axis) + " |")
+        out.append("\n".join(rows))
+    return ("Exact match (<= 30 tokens) by examples seen, then by seconds of training: the last measure taken by then "
+            "(\"–\": none yet; a run stops once it measures 95%).\n\n" + "\n\n".join(out))
 
 
 def what_makes_the_difference(figures: dict) -> str:

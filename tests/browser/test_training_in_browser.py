@@ -18,10 +18,12 @@ from seqviz.limits import MAX_MODEL_NAME_CHARS
 
 pytestmark = pytest.mark.browser
 
-# A tiny run of the quick preset's dot-attention translator: 300 steps of 32 pairs, about 15 s of training on a
-# quiet core, 20 to 40 s on this shared 2-core machine while the browser and the server draw.
+# A tiny run of the quick preset's dot-attention translator, made smaller (hidden 64 where the preset has 128):
+# 300 steps of 32 pairs, about 15 s of training on a quiet core, 20 to 40 s on this shared 2-core machine while the
+# browser and the server draw.
 STEPS = 300
 BATCH = 32
+HIDDEN = 64
 STEP_TEXT = re.compile(r"Step (\d+) of (\d+)")
 
 
@@ -58,6 +60,7 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     main = page.get_by_test_id("stMain")
     expect(main.get_by_role("combobox", name="Preset", exact=True)).to_have_value("Quick: attention translator")
     expect(main.get_by_role("combobox", name="Model family", exact=True)).to_have_value(re.compile("dot-product"))
+    set_number(page, "Hidden", HIDDEN)
     set_number(page, "Steps", STEPS)
     set_number(page, "Batch size", BATCH)
     assert_no_exception(page)
@@ -66,7 +69,7 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     progress = main.get_by_test_id("stProgress").filter(has_text=STEP_TEXT)
     expect(progress).to_contain_text(f"of {STEPS}", timeout=60_000)
     name = main.locator("h4").first.inner_text().strip()
-    assert name == f"dot, hidden 64, {STEPS} steps"
+    assert name == f"dot, hidden {HIDDEN}, {STEPS} steps"
 
     # The panel redraws itself (every 2 s, no click): the step moves at least twice, the chart with it.
     curves = main.get_by_test_id("stVegaLiteChart").first
