@@ -3,6 +3,21 @@
 Pages and library code import these names; nothing else hard-codes a limit.
 """
 
+import os
+
+
+def _seconds_from_env(name: str, default: float, low: float, high: float) -> float:
+    """``default``, or the environment variable ``name`` when it holds a number of seconds from low to high.
+
+    Only for a test server (tests/load starts one that reaps closed tabs' runs within seconds); anything
+    else in the variable (text, nan, out of range) is ignored and the default holds."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if low <= value <= high else default
+
+
 # The sentence every page works on.
 MAX_CHARS = 400  # characters accepted by the sidebar's text input (and cut from a URL's ?s=)
 MAX_TOKENS = 60  # tokens a model reads; the rest are dropped with a message
@@ -46,7 +61,10 @@ TRAIN_MAX_ACTIVE_PER_OWNER = 2  # queued + running runs of one browser session
 TRAIN_MAX_KEPT_PER_OWNER = 6  # runs (with their checkpoints) a session keeps; the oldest ended ones go first
 TRAIN_SNAPSHOT_EVERY_S = 3.0  # seconds of training between two "watch it learn" snapshots
 TRAIN_MAX_SNAPSHOTS = 40  # snapshots kept per run (thinned evenly when full)
-TRAIN_ORPHAN_TIMEOUT_S = 60.0  # a session silent this long has gone: its runs are stopped and freed
+# A session silent this long, whose tab Streamlit no longer has connected, has gone: its runs are stopped and
+# freed (the reaper looks every min(5 s, a quarter of this)). SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (1 to 3600) sets it
+# for one server process: the load and fault tests start theirs with a few seconds instead of a minute.
+TRAIN_ORPHAN_TIMEOUT_S = _seconds_from_env("SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S", 60.0, 1.0, 3600.0)
 TRAIN_EVAL_SHARE = 0.10  # at most this share of a run's time goes to measuring its held-out metric
 TRAIN_WIDTH_RANGE = (4, 256)  # embedding, hidden (and d_model, d_ff) of a model trained here
 TRAIN_MAX_LAYERS = 4  # layers of a model trained here

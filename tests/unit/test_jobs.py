@@ -230,3 +230,21 @@ def test_a_run_leaves_torchs_global_state_alone(managers):
     assert torch.get_num_threads() == threads
     assert torch.are_deterministic_algorithms_enabled() == deterministic
     assert torch.equal(torch.random.get_rng_state(), rng)
+
+
+def test_a_queued_run_begins_when_the_one_before_it_ends_and_says_how_long_it_waited(managers):
+    manager = managers(max_running=1)
+    gate, started = threading.Event(), threading.Event()
+    first = manager.submit("alice", tiny(steps=5), snapshot_fn=gate_at_first_snapshot(gate, started),
+                           snapshot_every_s=1e-6)
+    second = manager.submit("bob", tiny(steps=3))
+    assert started.wait(WAIT)
+    waiting = second.state()
+    assert waiting.status == "queued" and waiting.started_at is None and waiting.waited_s is None
+    gate.set()
+    assert first.wait(WAIT) and second.wait(WAIT)
+    one, two = first.state(), second.state()
+    assert one.submitted_at <= one.started_at <= one.ended_at
+    assert two.started_at >= one.ended_at  # the slot was given on only when the first run had ended
+    assert two.waited_s == two.started_at - two.submitted_at > 0
+    assert two.ended_at >= two.started_at
