@@ -19,7 +19,7 @@ translation, ``TranslationTask.translate``) is measured every few steps, its cos
 training seconds (wall, and the training thread's CPU seconds, which a busy machine inflates less) and against
 examples seen (steps x batch size). The 1-minute load average is sampled every 2 s.
 
-    run(quick=True)   # the fastest translator to 95%, the baseline for 8 s: its cost per example (about a minute)
+    run(quick=True)   # the fastest translator to 95%, the baseline for 6 s: its cost per example (about a minute)
     run(quick=False)  # every model to 95% or its budget (about 15 to 25 minutes on a 2-core machine)
 """
 
@@ -135,11 +135,11 @@ class Contender:
 
 BASELINE = "tutorial baseline"
 FASTEST_ROW = "fastest (preset)"
-QUICK_BASELINE_S = 8.0  # the quick run trains the baseline this long: its cost per example, not its time to 95%
+QUICK_BASELINE_S = 6.0  # the quick run trains the baseline this long: its cost per example, not its time to 95%
 
 
 def _contenders(quick: bool) -> list[Contender]:
-    fastest = Contender(FASTEST_ROW, _preset_text(), 90.0, 25, first=150)
+    fastest = Contender(FASTEST_ROW, _preset_text(), 90.0, 25, first=175)
     baseline_what = ("GRU encoder, GRU decoder with Bahdanau attention, hidden 128; Adam 1e-3, batch 32, NLLLoss, "
                      "teacher forcing on every step, no schedule, no clipping")
     if quick:
