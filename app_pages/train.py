@@ -79,6 +79,7 @@ def draw_run(run) -> None:
         st.success(f"{why.capitalize()} after {state.step} steps and {state.train_seconds or 0:.0f} s of training: "
                    f"{state.metric_name} {state.metric:.1%}." if state.metric is not None else why.capitalize(),
                    icon=":material/check_circle:")
+        st.caption(training.timeline(state))
     if state.losses or state.metric_history:
         ui.chart(charts.training_chart(state.losses, state.metric_history, state.metric_name, state.steps),
                  charts.training_data(state.losses, state.metric_history, state.metric_name),
@@ -125,7 +126,14 @@ active = any(run.status in ("queued", "running") for run in runs)
 
 @st.fragment(run_every=training.POLL_S if active else None)
 def panel() -> None:
-    for run in training.my_runs():
+    runs_now = training.my_runs()
+    # A run ended since the page last ran whole: its model joins Your models (the sidebar, every picker) and the
+    # page runs whole again, which also stops this polling. The sidebar's status line does the same, but only
+    # on a page that ran whole after the run began, and this page may not have.
+    if training.adopt_ended_runs(runs_now) or (active and not any(r.status in ("queued", "running")
+                                                                   for r in runs_now)):
+        st.rerun()
+    for run in runs_now:
         with st.container(border=True):
             draw_run(run)
 

@@ -218,6 +218,18 @@ def _status_line() -> None:
     st.session_state["_was_training"] = bool(training)
 
 
+def timeline(state) -> str:
+    """When an ended run waited and trained, by the server's clock (a shared server queues runs):
+    "Waited 12 s in the queue, then trained from 13:02:05 to 13:02:41 (server clock)." """
+    import time
+
+    if state.started_at is None or state.ended_at is None:
+        return ""
+    waited = f"Waited {state.waited_s:.0f} s in the queue, then trained" if state.waited_s >= 1 else "Trained"
+    clock = [time.strftime("%H:%M:%S", time.localtime(t)) for t in (state.started_at, state.ended_at)]
+    return f"{waited} from {clock[0]} to {clock[1]} (server clock)."
+
+
 def measure_name(key: str) -> str:
     """A task summary's key in words: "exact_match_le30" -> "exact match, sources of ≤ 30 tokens"."""
     words = {"le30": "sources of ≤ 30 tokens", "ge25": "sources of ≥ 25 tokens"}
