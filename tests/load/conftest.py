@@ -1,0 +1,364 @@
+"""A classroom on one server: the load, fault and browser hostile-input tests share one `streamlit run app.py`.
+
+The server is this folder's own (not the browser tests'), so what it measures is its own: its CPU seconds and
+peak memory come from /proc/<pid>, and it runs with SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S=4, so a closed tab's run is
+reaped within seconds instead of a minute (seqviz.limits). The visitors' moves are the browser tests' own
+(tests/browser/conftest.py, loaded by path under another name: pytest keeps one module called `conftest`).
+
+Figures are recorded, never asserted: they go to test-output/load-figures.json, one section per test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("seqviz_browser_moves", Path(__file__).parents[1] / "browser" /
+                                               "conftest.py")
+moves = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(moves)
+
+ROOT = moves.ROOT
+SHOTS = moves.SHOTS
+OUTPUT = ROOT / "test-output"
+FIGURES = OUTPUT / "load-figures.json"
+LOG = OUTPUT / "load-streamlit.log"
+ORPHAN_TIMEOUT_S = 4  # the test server's SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (the app's default is 60)
+TRAIN_THREAD = "seqviz-run"  # the OS name seqviz.jobs gives a training thread
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+wait_for_app = moves.wait_for_app
+assert_no_exception = moves.assert_no_exception
+full_page_screenshot = moves.full_page_screenshot
+type_sentence = moves.type_sentence
+go_to = moves.go_to
+upload_checkpoint = moves.upload_checkpoint
+
+
+def pytest_collection_modifyitems(items):
+    """The load test last of this folder: the fault and hostile-input tests before it have loaded torch and most
+    models in the server, as a class would find it some minutes after the first student (the order of every
+    other test is kept)."""
+    last = [item for item in items if item.path.name == "test_classroom_load.py"]
+    if last:
+        items[:] = [item for item in items if item not in last] + last
+
+
+# --- The server and what /proc says about it ---------------------------------------------------------
+
+
+class Server:
+    def __init__(self, url: str, process: subprocess.Popen):
+        self.url = url
+        self.process = process
+        self.pid = process.pid
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of the whole server process so far (every thread, living or ended)."""
+        return _cpu(Path(f"/proc/{self.pid}/stat"))
+
+    def memory_mb(self) -> dict[str, float]:
+        """Resident memory now (VmRSS) and its peak so far (VmHWM), in MB."""
+        found = {}
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0]) / 1024
+        return {"rss_mb": round(found["VmRSS"], 1), "peak_mb": round(found["VmHWM"], 1)}
+
+    def threads(self, name: str) -> dict[int, float]:
+        """tid -> CPU seconds of the server's living threads called ``name``."""
+        found = {}
+        for task in Path(f"/proc/{self.pid}/task").iterdir():
+            try:
+                if (task / "comm").read_text().strip() == name:
+                    found[int(task.name)] = _cpu(task / "stat")
+            except (OSError, ValueError):  # the thread ended while we looked
+                continue
+        return found
+
+    def log_text(self) -> str:
+        return LOG.read_text(encoding="utf-8", errors="replace")
+
+
+def _cpu(stat: Path) -> float:
+    fields = stat.read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+@pytest.fixture(scope="session")
+def classroom():
+    """`streamlit run app.py` on a free port, reaping closed tabs' runs after ORPHAN_TIMEOUT_S."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    port = moves._free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S)}
+    with open(LOG, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+             "--server.headless", "true", "--server.address", "127.0.0.1",
+             # as scripts/serve: no reloading of modules whose files change (others edit this tree as it runs)
+             "--server.fileWatcherType", "none"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            moves._wait_healthy(process, url)
+            yield Server(url, process)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One Chromium for every visitor of this folder (each visitor is a context of its own: its own session)."""
+    if not Path(moves.CHROMIUM).exists():
+        pytest.fail("Debian's Chromium is missing: run `scripts/ensure-chromium` (as root) first.")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=moves.CHROMIUM, args=moves.CHROMIUM_FLAGS, headless=True)
+        yield browser
+        browser.close()
+
+
+# --- Visitors whose pages time themselves ------------------------------------------------------------
+
+# Runs in every page before Streamlit: records when the script starts and stops running, and when the page last
+# changed, so a view is timed by the page itself (performance.now()) however late the test looks at it.
+_WATCH = """
+window.__sv = {states: [], last: performance.now(), dialogs: 0};
+new MutationObserver((records) => {
+  const now = performance.now();
+  window.__sv.last = now;
+  for (const r of records) {
+    if (r.type === 'attributes') window.__sv.states.push([r.target.getAttribute('data-test-script-state'), now]);
+  }
+}).observe(document, {subtree: true, childList: true, characterData: true,
+                      attributes: true, attributeFilter: ['data-test-script-state']});
+"""
+
+# A view has been painted when the script ran since t0 and has stopped, every chart has drawn, and nothing on
+# the page changed for QUIET_MS: its time is that of the last change.
+QUIET_MS = 500
+RETYPE_AFTER_S = 15  # a typed sentence whose rerun has not begun after this long is typed again, once
+_LOOK = """(t0) => {
+  const sv = window.__sv;
+  const app = document.querySelector('[data-testid=stApp]');
+  const state = app ? app.getAttribute('data-test-script-state') : null;
+  const ran = sv.states.some(([s, t]) => t >= t0 && s === 'running');
+  const charts = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];
+  const drawn = charts.every(c => c.querySelector('svg, canvas'));
+  const now = performance.now();
+  const ready = !!document.querySelector('[data-testid=stSidebar] input[aria-label="Sentence"]')
+                && !!document.querySelector('[data-testid=stMain] h1');
+  return {state, ran, drawn, ready, quiet: now - sv.last, painted_ms: sv.last - t0, now,
+          exceptions: document.querySelectorAll('[data-testid=stException]').length};
+}"""
+
+
+class Visitor:
+    """One browser tab with its own session; ``name`` says who it is in messages."""
+
+    def __init__(self, browser, name: str):
+        self.name = name
+        self.context = browser.new_context(viewport={"width": 1200, "height": 800}, accept_downloads=True)
+        self.context.add_init_script(_WATCH)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(60_000)
+        self.dialogs: list[str] = []  # alert(), confirm(): nothing a visitor types may open one
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.t0: float | None = None  # performance.now() when the view being timed began
+        self.typed: str | None = None  # the last sentence typed
+        self.typed_again = 0  # how often a typed sentence had to be typed again (see type_again)
+        self.closed = False
+
+    def open(self, url: str) -> None:
+        """Go to ``url`` without waiting for the app (see :meth:`look`)."""
+        self.page.goto(url, wait_until="commit")
+        self.t0 = 0.0  # the page's clock starts with the navigation
+
+    def type(self, text: str) -> None:
+        """Type ``text`` in the Sentence box and press Enter, without waiting for the rerun."""
+        box = self.page.get_by_role("textbox", name="Sentence", exact=True)
+        for _ in range(3):  # a rerun that was still landing can put the old value back: type it again
+            box.fill(text)
+            if box.input_value() == text:
+                break
+            self.page.wait_for_timeout(300)
+        self.typed = text
+        self.t0 = self.page.evaluate("performance.now()")
+        box.press("Enter")
+
+    def look(self) -> dict:
+        return self.page.evaluate(_LOOK, self.t0 or 0.0)
+
+    def painted(self, seen: dict | None = None) -> float | None:
+        """Seconds from the view's start to its last change, once it is painted and quiet; else None."""
+        seen = seen or self.look()
+        opening = self.t0 == 0.0  # the first view: no rerun to wait for, the app starts on its own
+        if (seen["state"] == "notRunning" and seen["ready"] and (seen["ran"] or opening) and seen["drawn"]
+                and seen["quiet"] >= QUIET_MS):
+            return seen["painted_ms"] / 1000
+        return None
+
+    def type_again(self) -> None:
+        """Type the last sentence again, when its Enter started no rerun (seen on a machine so busy that the
+        message was lost): the box believes it was taken, so clear it first (an empty sentence is a rerun too)."""
+        box = self.page.get_by_role("textbox", name="Sentence", exact=True)
+        box.fill("")
+        box.press("Enter")
+        self.page.wait_for_timeout(1_000)
+        self.type(self.typed)
+        self.typed_again += 1
+
+    def stalled(self, seen: dict, since: float) -> bool:
+        """Whether a typed sentence's rerun has not begun RETYPE_AFTER_S after ``since`` (time.monotonic())."""
+        return (self.typed is not None and not seen["ran"] and seen["state"] == "notRunning"
+                and time.monotonic() > since + RETYPE_AFTER_S)
+
+    def wait_painted(self, timeout_s: float = 90) -> float:
+        began = time.monotonic()
+        deadline = began + timeout_s
+        retyped = False
+        while time.monotonic() < deadline:
+            seen = self.look()
+            took = self.painted(seen)
+            if took is not None:
+                return took
+            if not retyped and self.stalled(seen, began):
+                retyped = True
+                self.type_again()
+            self.page.wait_for_timeout(100)
+        raise AssertionError(f"{self.name}: the view was not painted within {timeout_s:.0f} s: {self.diagnosis()}")
+
+    def diagnosis(self) -> str:
+        """What the page says about its last script runs, for a failure's message."""
+        try:
+            return (f"script states {self.page.evaluate('window.__sv.states.slice(-6)')}, t0 {self.t0}, "
+                    f"now {self.look()}, box {self.page.get_by_role('textbox', name='Sentence').input_value()!r}")
+        except Exception as error:  # the page is gone
+            return f"(no diagnosis: {error})"
+
+    def main_text(self) -> str:
+        return self.page.get_by_test_id("stMain").inner_text()
+
+    def sidebar_text(self) -> str:
+        return self.page.get_by_test_id("stSidebar").inner_text()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.context.close()
+
+
+@pytest.fixture
+def visitors(chromium):
+    """Make visitors with ``visitors(name)``; every one left open is closed at the end."""
+    made: list[Visitor] = []
+
+    def make(name: str) -> Visitor:
+        made.append(Visitor(chromium, name))
+        return made[-1]
+
+    yield make
+    for visitor in made:
+        with contextlib.suppress(Exception):  # a browser that went away
+            visitor.close()
+
+
+# --- The health check, sampled from a thread ---------------------------------------------------------
+
+
+class Sampler:
+    """Asks /_stcore/health every ``every_s`` seconds, and notes the CPU of the server's training threads."""
+
+    def __init__(self, server: Server, every_s: float = 0.2, timeout_s: float = 20):
+        self.server = server
+        self.every_s = every_s
+        self.timeout_s = timeout_s
+        self.latencies: list[float] = []
+        self.while_training: list[float] = []  # the latencies of checks made while a run was training
+        self.failures: list[str] = []
+        self.training_cpu: dict[int, float] = {}  # tid -> the last CPU seconds seen of a training thread
+        self.rss_max_mb = 0.0  # the server's largest resident memory seen while sampling
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="health-sampler", daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.timeout_s + 5)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            training = {}
+            try:
+                training = self.server.threads(TRAIN_THREAD)
+                self.training_cpu.update(training)
+                self.rss_max_mb = max(self.rss_max_mb, self.server.memory_mb()["rss_mb"])
+            except OSError:
+                pass
+            began = time.perf_counter()
+            try:
+                with urllib.request.urlopen(f"{self.server.url}/_stcore/health", timeout=self.timeout_s) as reply:
+                    reply.read()
+                    if reply.status != 200:
+                        self.failures.append(f"status {reply.status}")
+                self.latencies.append(time.perf_counter() - began)
+                if training:
+                    self.while_training.append(self.latencies[-1])
+            except OSError as error:
+                self.failures.append(f"{type(error).__name__}: {error}")
+            self._stop.wait(max(0.0, self.every_s - (time.perf_counter() - began)))
+
+    def p95_while_training(self) -> float | None:
+        return quantile(self.while_training, 0.95)
+
+    def figures(self) -> dict:
+        return {"health_checks": len(self.latencies), "health_failures": len(self.failures),
+                "health_p50_s": quantile(self.latencies, 0.5), "health_p95_s": quantile(self.latencies, 0.95),
+                "health_max_s": round(max(self.latencies), 3) if self.latencies else None}
+
+
+def quantile(values, q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return round(values[0], 3)
+    return round(statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1], 3)
+
+
+def record(section: str, figures: dict) -> None:
+    """Write ``figures`` under ``section`` in test-output/load-figures.json (other sections kept) and print them."""
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    try:
+        everything = json.loads(FIGURES.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        everything = {}
+    everything[section] = {"measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), **figures}
+    FIGURES.write_text(json.dumps(everything, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"\n{section}: " + json.dumps(figures, indent=2, ensure_ascii=False))
+
+
+def tracebacks_since(server: Server, offset: int) -> list[str]:
+    """Lines of the server's log after ``offset`` characters that show an error."""
+    text = server.log_text()[offset:]
+    return [line for line in text.splitlines() if "Traceback" in line or "Error" in line or "Exception" in line]
