@@ -159,6 +159,12 @@ def start(spec, tokens: tuple[str, ...] | None) -> None:
     from seqviz.runs import shared_task
     from seqviz.watch import snapshot_fn
 
+    if any(run.spec == spec and run.status in ("queued", "running") for run in my_runs()):
+        # A second click on Start training (a busy server answers slowly, and people click again) would train
+        # the same model twice: the same settings and seed learn the same weights.
+        st.info("These settings are already training (below): Start training again starts nothing. Change a "
+                "setting (the seed, say) to train another model beside it.", icon=":material/info:")
+        return
     with st.spinner("Preparing the task's data…"):
         task = shared_task(spec.task)
     snapshot = snapshot_fn(task, tokens or (), family_entry(spec.family).model_class)

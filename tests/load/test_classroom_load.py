@@ -20,7 +20,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Sampler, full_page_screenshot, quantile, record, tracebacks_since, upload_checkpoint
+from conftest import (
+    Sampler,
+    full_page_screenshot,
+    quantile,
+    record,
+    tracebacks_since,
+    upload_checkpoint,
+    wait_for_app,
+)
 from playwright.sync_api import expect
 
 try:
@@ -148,12 +156,17 @@ def choose(page, label: str, option: str) -> None:
     page.get_by_test_id("stMain").get_by_role("combobox", name=label, exact=True).click()
     page.get_by_role("option", name=option, exact=True).click()
     expect(page.get_by_test_id("stMain").get_by_role("combobox", name=label, exact=True)).to_have_value(option)
+    wait_for_app(page)  # the pick reruns the page, which refills the form
 
 
 def set_number(page, label: str, value: int) -> None:
     box = page.get_by_test_id("stMain").get_by_role("spinbutton", name=label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
+    for _ in range(3):  # a rerun still landing can put the old number back: set it again
+        box.fill(str(value))
+        box.press("Enter")
+        wait_for_app(page)
+        if box.input_value() == str(value):
+            return
     expect(box).to_have_value(str(value))
 
 
