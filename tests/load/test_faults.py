@@ -274,7 +274,7 @@ def test_every_button_clicked_twice(classroom, visitors, tmp_path):
 
     # Download checkpoint twice: two identical files.
     files = []
-    page.on("download", files.append)  # (Playwright hands events over while the test calls it: no time.sleep)
+    page.on("download", lambda d: files.append(d))  # (handed over while the test calls Playwright: no sleep)
     with page.expect_download():
         twice(main.get_by_role("button", name="Download checkpoint", exact=True))
     page.wait_for_timeout(1_500)  # the second one, if the browser asks for it
