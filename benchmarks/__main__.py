@@ -10,8 +10,10 @@ browser with the command line's. "Speed a class feels" (benchmarks/browser.py) d
 Timings are on this machine, which may be shared and noisy: read them as rough costs (the load average is in the
 report). The report goes to benchmarks/report.md, the same figures to benchmarks/report.json.
 
-    python -m benchmarks                 # everything (about 20 minutes on a busy 2-core machine)
-    python -m benchmarks --quick         # fewer repeats everywhere, no app-against-command-line run (under 3 min)
+    python -m benchmarks                 # everything (about 40 minutes on a busy 2-core machine, half of it the
+                                         # translators against the tutorial's baseline)
+    python -m benchmarks --quick         # fewer repeats everywhere, no app-against-command-line run (about 3 to 5
+                                         # minutes: 4 min at load average 6 to 10)
     python -m benchmarks --sections presets,app   # only "Train your own"
     python -m benchmarks --sections typing,widgets,cpu,growth,cold   # only the browser's sections
     python -m benchmarks --sections translators   # our translators against the tutorial's (benchmarks/translators.py)
@@ -33,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "benchmarks" / "report.md"
 REPORT_JSON = ROOT / "benchmarks" / "report.json"
 BROWSER = ("typing", "widgets", "cpu", "growth", "cold")  # benchmarks/browser.py
-SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER)
-OPTIONAL = ("translators",)  # measured only when named in --sections
+SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER, "translators")
+OPTIONAL: tuple[str, ...] = ()  # sections measured only when named in --sections (none now)
 
 
 def _peak_rss_mb() -> float:
@@ -97,11 +99,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="warm reruns per page")
     parser.add_argument("--train-steps", type=int, default=30, help="training steps per model (0: skip)")
     parser.add_argument("--sections", default=",".join(SECTIONS),
-                        help=f"what to measure, comma-separated: {', '.join(SECTIONS + OPTIONAL)} (default: all "
-                             f"but {', '.join(OPTIONAL)})")
+                        help=f"what to measure, comma-separated: {', '.join(SECTIONS + OPTIONAL)} (default: all)")
     parser.add_argument("--app-steps", type=int, default=300, help="steps of the app-against-command-line run")
     parser.add_argument("--quick", action="store_true",
-                        help="the short version (under 3 minutes on a quiet machine): no app-against-command-line "
+                        help="the short version (about 3 to 5 minutes): no app-against-command-line "
                              "run, no translator preset, one warm rerun, 10 training steps, fewer sentences, moves "
                              "and sessions in the browser")
     args = parser.parse_args()
