@@ -12,3 +12,16 @@ ROOT = Path(__file__).resolve().parents[1]
 def _repository_root():
     os.chdir(ROOT)
     yield
+
+
+@pytest.fixture(scope="session")
+def playwright():
+    """The one Playwright of the whole test run, shared by the browser and the load tests' Chromiums.
+
+    Playwright's sync API runs one instance per thread: a second ``sync_playwright()`` started while the first is
+    alive fails, so every folder that drives a browser launches its Chromium from this one.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p

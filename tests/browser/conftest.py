@@ -68,15 +68,12 @@ def _wait_healthy(server: subprocess.Popen, url: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def browser():
+def browser(playwright):
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's Chromium is missing: run `scripts/ensure-chromium` (as root) first.")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
-        yield b
-        b.close()
+    b = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+    yield b
+    b.close()
 
 
 @pytest.fixture

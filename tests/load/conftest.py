@@ -124,16 +124,15 @@ def classroom():
 
 
 @pytest.fixture(scope="session")
-def chromium():
-    """One Chromium for every visitor of this folder (each visitor is a context of its own: its own session)."""
+def chromium(playwright):
+    """One Chromium for every visitor of this folder (each visitor is a context of its own: its own session).
+
+    Launched from the test run's one Playwright (tests/conftest.py): the browser tests' is alive too."""
     if not Path(moves.CHROMIUM).exists():
         pytest.fail("Debian's Chromium is missing: run `scripts/ensure-chromium` (as root) first.")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=moves.CHROMIUM, args=moves.CHROMIUM_FLAGS, headless=True)
-        yield browser
-        browser.close()
+    browser = playwright.chromium.launch(executable_path=moves.CHROMIUM, args=moves.CHROMIUM_FLAGS, headless=True)
+    yield browser
+    browser.close()
 
 
 # --- Visitors whose pages time themselves ------------------------------------------------------------
