@@ -14,6 +14,17 @@ def _repository_root():
     yield
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one thread for a module of small-tensor tests: fastest, and kind to a shared machine."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 @pytest.fixture(scope="session")
 def playwright():
     """The one Playwright of the whole test run, shared by the browser and the load tests' Chromiums.

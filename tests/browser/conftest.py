@@ -6,6 +6,7 @@ Screenshots of every page are saved under test-output/screenshots/ for a person 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -31,26 +32,36 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def app_url():
-    SHOTS.mkdir(parents=True, exist_ok=True)
+@contextlib.contextmanager
+def streamlit_server(log_path: Path, env: dict[str, str] | None = None):
+    """`streamlit run app.py` on a free port, its output in ``log_path``: yields (url, process) once healthy,
+    and stops the server on the way out."""
     port = _free_port()
-    with open(ROOT / "test-output" / "streamlit.log", "w") as log:
+    with open(log_path, "w") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
              "--server.headless", "true", "--server.address", "127.0.0.1"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         try:
             url = f"http://127.0.0.1:{port}"
             _wait_healthy(server, url)
-            yield url
+            yield url, server
         finally:
             server.terminate()
             try:
                 server.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 server.kill()
+                server.wait()
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with streamlit_server(ROOT / "test-output" / "streamlit.log") as (url, _):
+        yield url
 
 
 def _wait_healthy(server: subprocess.Popen, url: str) -> None:
@@ -63,7 +74,7 @@ def _wait_healthy(server: subprocess.Popen, url: str) -> None:
         except OSError:
             pass
         if server.poll() is not None or time.monotonic() > deadline:
-            pytest.fail("streamlit did not become healthy; see test-output/streamlit.log")
+            pytest.fail("streamlit did not become healthy; see its log in test-output/")
         time.sleep(0.5)
 
 

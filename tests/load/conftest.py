@@ -16,7 +16,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -101,26 +100,9 @@ def _cpu(stat: Path) -> float:
 def classroom():
     """`streamlit run app.py` on a free port, reaping closed tabs' runs after ORPHAN_TIMEOUT_S."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    port = moves._free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S)}
-    with open(LOG, "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-             "--server.headless", "true", "--server.address", "127.0.0.1",
-             # as scripts/serve: no reloading of modules whose files change (others edit this tree as it runs)
-             "--server.fileWatcherType", "none"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            moves._wait_healthy(process, url)
-            yield Server(url, process)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    # The server's file watcher is off (.streamlit/config.toml), as in scripts/serve.
+    with moves.streamlit_server(LOG, {"SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S)}) as (url, process):
+        yield Server(url, process)
 
 
 @pytest.fixture(scope="session")

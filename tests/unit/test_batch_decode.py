@@ -21,12 +21,7 @@ from seqviz.models.seq2seq import Seq2Seq, Seq2SeqConfig, reverse_within
 TRANSLATORS = ["plain", "additive", "dot", "transformer-translator"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -37,13 +37,7 @@ TGT_VOCAB = Vocab.build(TARGETS)
 BOS, EOS = 2, 3
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one thread is fastest, and kind to a shared machine."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def make_batch(rows: list[int]) -> dict[str, torch.Tensor]:
