@@ -147,6 +147,7 @@ SETTLED_JS = r"""
   if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
   for (const c of document.querySelectorAll('[data-testid=stVegaLiteChart]'))
     if (!c.querySelector('svg, canvas')) return false;
+  if (document.querySelector('[data-testid=stSkeleton]')) return false;  // an element's code still loading
   if (since !== null && rec.frames.length <= since) return false;
   const now = performance.now();
   return now - rec.lastChange >= quiet && (rec.lastPaint >= rec.lastChange || now - rec.lastChange >= 3 * quiet);

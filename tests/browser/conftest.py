@@ -97,10 +97,12 @@ def page(browser):
 
 
 def wait_for_app(pg) -> None:
-    """Wait until the script has finished running and every chart has drawn."""
+    """Wait until the script has finished running, every element's code has loaded and every chart has drawn."""
     pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
     pg.wait_for_timeout(300)  # a rerun may start right after a widget commits
     pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
+    # An element whose code is still loading shows a skeleton (a busy server sends ~200 script files).
+    pg.wait_for_selector("[data-testid=stSkeleton]", state="detached", timeout=90_000)
     charts = pg.locator("[data-testid=stVegaLiteChart]")
     for i in range(charts.count()):
         charts.nth(i).locator("svg, canvas").first.wait_for(state="visible", timeout=30_000)

@@ -122,7 +122,20 @@ def chromium(playwright):
 # Runs in every page before Streamlit: records when the script starts and stops running, and when the page last
 # changed, so a view is timed by the page itself (performance.now()) however late the test looks at it.
 _WATCH = """
-window.__sv = {states: [], last: performance.now(), dialogs: 0};
+window.__sv = {states: [], frames: [], last: performance.now(), dialogs: 0};
+// Every message from the server, timed: a quick rerun's messages can arrive in one batch that the page draws at
+// once, so the script-state attribute never shows "running" for it.
+const NativeWebSocket = window.WebSocket;
+window.WebSocket = class extends NativeWebSocket {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener('message', () => {
+      const now = performance.now();
+      window.__sv.frames.push(now);
+      window.__sv.last = now;
+    });
+  }
+};
 new MutationObserver((records) => {
   const now = performance.now();
   window.__sv.last = now;
@@ -133,17 +146,21 @@ new MutationObserver((records) => {
                       attributes: true, attributeFilter: ['data-test-script-state']});
 """
 
-# A view has been painted when the script ran since t0 and has stopped, every chart has drawn, and nothing on
-# the page changed for QUIET_MS: its time is that of the last change.
+# A view has been painted when the script ran since t0 (its state seen "running", or a message from the server
+# since) and has stopped, every element's code has loaded (no
+# skeleton), every chart has drawn, and nothing on the page changed for QUIET_MS: its time is that of the last
+# change.
 QUIET_MS = 500
 RETYPE_AFTER_S = 15  # a typed sentence whose rerun has not begun after this long is typed again, once
 _LOOK = """(t0) => {
   const sv = window.__sv;
   const app = document.querySelector('[data-testid=stApp]');
   const state = app ? app.getAttribute('data-test-script-state') : null;
-  const ran = sv.states.some(([s, t]) => t >= t0 && s === 'running');
+  const ran = sv.states.some(([s, t]) => t >= t0 && s === 'running') || sv.frames.some(t => t >= t0);
   const charts = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];
-  const drawn = charts.every(c => c.querySelector('svg, canvas'));
+  // an element whose code is still on its way shows a skeleton (a busy server sends ~200 script files)
+  const drawn = charts.every(c => c.querySelector('svg, canvas'))
+                && !document.querySelector('[data-testid=stSkeleton]');
   const now = performance.now();
   const ready = !!document.querySelector('[data-testid=stSidebar] input[aria-label="Sentence"]')
                 && !!document.querySelector('[data-testid=stMain] h1');
@@ -167,6 +184,21 @@ class Visitor:
         self.typed: str | None = None  # the last sentence typed
         self.typed_again = 0  # how often a typed sentence had to be typed again (see type_again)
         self.closed = False
+        self.pending: dict[int, str] = {}  # requests without an answer yet (a script chunk that never loads)
+        self.failed: list[str] = []  # requests that failed, with Chromium's reason
+        self.page.on("request", lambda r: self.pending.__setitem__(id(r), r.url))
+        self.sent: list[str] = []  # websocket frames the page sent: (monotonic s, bytes, whether it holds the typed)
+        self.page.on("websocket", lambda ws: (
+            self.sent.append(f"{time.monotonic():.2f} open {ws.url}"),
+            ws.on("framesent", lambda payload: self.sent.append(
+                f"{time.monotonic():.2f} sent {len(payload)} B"
+                + (" with the typed sentence" if self.typed and self.typed.encode() in
+                   (payload if isinstance(payload, bytes) else payload.encode()) else ""))),
+            ws.on("framereceived", lambda payload: self.sent.append(f"{time.monotonic():.2f} got {len(payload)} B")),
+            ws.on("close", lambda _: self.sent.append(f"{time.monotonic():.2f} closed"))))
+        self.page.on("requestfinished", lambda r: self.pending.pop(id(r), None))
+        self.page.on("requestfailed", lambda r: (self.pending.pop(id(r), None),
+                                                 self.failed.append(f"{r.url} ({r.failure})")))
 
     def open(self, url: str) -> None:
         """Go to ``url`` without waiting for the app (see :meth:`look`)."""
@@ -183,6 +215,7 @@ class Visitor:
             self.page.wait_for_timeout(300)
         self.typed = text
         self.t0 = self.page.evaluate("performance.now()")
+        self.sent.append(f"{time.monotonic():.2f} Enter")
         box.press("Enter")
 
     def look(self) -> dict:
@@ -231,9 +264,24 @@ class Visitor:
         """What the page says about its last script runs, for a failure's message."""
         try:
             return (f"script states {self.page.evaluate('window.__sv.states.slice(-6)')}, t0 {self.t0}, "
-                    f"now {self.look()}, box {self.page.get_by_role('textbox', name='Sentence').input_value()!r}")
+                    f"now {self.look()}, box {self.page.get_by_role('textbox', name='Sentence').input_value()!r}, "
+                    f"requests unanswered {sorted(self.pending.values())}, failed {self.failed}, "
+                    f"websocket {self.socket_story()}, now {time.monotonic():.2f}, main {self.main_text()[:300]!r}")
         except Exception as error:  # the page is gone
             return f"(no diagnosis: {error})"
+
+    def socket_story(self) -> list[str]:
+        """The websocket's frames since the last two Enters, runs of received frames folded into one line."""
+        enters = [i for i, line in enumerate(self.sent) if line.endswith("Enter")]
+        story: list[str] = []
+        for line in self.sent[enters[-2] if len(enters) > 1 else 0:]:
+            if " got " in line and story and " got " in story[-1]:
+                first, _, count = story[-1].partition(" got ")
+                n = int(count.split()[0]) + 1 if "frames" in count else 2
+                story[-1] = f"{first} got {n} frames to {line.split()[0]}"
+            else:
+                story.append(line)
+        return story
 
     def main_text(self) -> str:
         return self.page.get_by_test_id("stMain").inner_text()

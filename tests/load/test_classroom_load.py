@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    SHOTS,
     Sampler,
     full_page_screenshot,
     quantile,
@@ -51,7 +52,7 @@ VIEW_TIMEOUT_S = 120  # a view not painted by then fails the test: the server di
 TEST_TIMEOUT_S = 420
 
 PRESET = "Quick: LSTM email classifier"  # 9,124 numbers to learn; 300 steps take about 2 s on a quiet core
-FIRST_STEPS = 250  # the first run is longer, so that the second is sure to find it training
+FIRST_STEPS = 600  # longer than the preset's 300, so that the second click is sure to find it training
 FIRST_NAME = f"lstm emails, hidden 32, {FIRST_STEPS} steps"
 SECOND_NAME = "quick LSTM email classifier"  # the preset's own name (300 steps)
 UPLOAD_LABEL = "tiny-dot (yours)"
@@ -115,7 +116,11 @@ def check_own_sentence(visitor, number: int, text: str, room: Classroom) -> None
             break
         visitor.page.wait_for_timeout(500)
     else:
-        room.problems.append(f"{visitor.name}: its own sentence is not on its page: {visitor.diagnosis()}")
+        shot = SHOTS / f"load-failed-visitor-{number:02d}.png"
+        visitor.page.screenshot(path=str(shot), full_page=True)
+        room.problems.append(f"{visitor.name}: its own sentence is not on its page: {visitor.diagnosis()}; "
+                             f"sidebar {visitor.sidebar_text()!r}; main {visitor.main_text()[:1500]!r}; "
+                             f"screenshot {shot}")
     others = sorted(set(re.findall(r"zq(\d\d)[a-h]", body)) - {f"{number:02d}"})
     if others:
         room.problems.append(f"{visitor.name}: another visitor's sentence is on its page (visitors {others})")
@@ -171,7 +176,7 @@ def set_number(page, label: str, value: int) -> None:
 
 
 def trainer(visitor, url: str, first: bool, room: Classroom):
-    """The first trainer starts a 1000-step run; the second starts the preset once the first is training."""
+    """The first trainer starts a FIRST_STEPS run; the second starts the preset once the first is training."""
     visitor.open(f"{url}/train")
     took = yield from wait_view(visitor, room)
     if took is None:
@@ -329,10 +334,10 @@ def test_a_classroom_at_once(classroom, visitors, tmp_path):
     # The queue: the second run waited, and began after the first had ended (the server's clock, to the second).
     assert "trainer 1 ended" in room.flags and "trainer 2 ended" in room.flags, room.problems
     (status1, steps1), (_, _, end1) = room.flags["trainer 1 ended"]
-    (status2, steps2), (waited2, start2, _) = room.flags["trainer 2 ended"]
+    (status2, steps2), (_, start2, _) = room.flags["trainer 2 ended"]
     assert (status1, int(steps1)) == ("Finished", FIRST_STEPS) and (status2, int(steps2)) == ("Finished", 300)
     assert room.flags.get("trainer 2 queued"), "the second run never showed its place in the queue"
-    assert waited2 is not None and int(waited2) >= 1, "the second run says it did not wait"
+    # (its own timeline says "Waited N s" only from a second up: a click near the first run's end waits less)
     gap = (to_seconds(start2) - to_seconds(end1)) % 86_400  # across midnight too
     assert gap < 43_200, f"the second run began at {start2}, before the first ended at {end1}"
     assert room.flags.get("uploaded")
