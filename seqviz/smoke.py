@@ -128,10 +128,17 @@ def _ms_left(deadline: float) -> float:
 
 
 def _wait_for_app(pg, deadline: float) -> int:
-    """Wait until the script has finished running (twice: a rerun may follow a commit) and charts drew."""
+    """Wait until the script has finished running (twice: a rerun may follow a commit), every element's code
+    has loaded and the charts drew."""
     pg.wait_for_selector(IDLE, timeout=_ms_left(deadline))
     pg.wait_for_timeout(300)
     pg.wait_for_selector(IDLE, timeout=_ms_left(deadline))
+    try:  # an element whose code is still on its way from the server shows a skeleton
+        pg.wait_for_selector("[data-testid=stSkeleton]", state="detached", timeout=_ms_left(deadline))
+    except PageFailure:
+        raise
+    except Exception as error:
+        raise PageFailure("an element's code never arrived from the server (a skeleton stayed)") from error
     charts = pg.locator("[data-testid=stVegaLiteChart]")
     count = charts.count()
     for i in range(count):
