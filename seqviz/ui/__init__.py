@@ -154,7 +154,7 @@ def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
     """Draw an altair chart and offer its data as CSV and its picture as PNG and SVG."""
     # Compound charts (concat, facet) keep the widths they were drawn with; single charts fill the column.
     compound = isinstance(figure, alt.VConcatChart | alt.HConcatChart | alt.ConcatChart | alt.FacetChart)
-    st.altair_chart(_unchecked(figure), width="content" if compound else "stretch", height=_height_of(figure))
+    st.vega_lite_chart(spec=_spec_of(figure), width="content" if compound else "stretch", height=_height_of(figure))
     row = st.container(horizontal=True)
     row.download_button("CSV", data=_csv_of(data), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")
@@ -162,6 +162,24 @@ def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
                         key=f"png-{name}", icon=":material/image:", on_click="ignore")
     row.download_button("SVG", data=_lazy_image(figure, "svg"), file_name=f"{name}.svg",
                         mime="image/svg+xml", key=f"svg-{name}", icon=":material/draw:", on_click="ignore")
+
+
+def _spec_of(figure: alt.TopLevelMixin) -> dict:
+    """The chart as Streamlit sends it (Vega-Lite, its tables as Arrow), converted once per chart object.
+
+    Charts from ``figure`` are shared, so a chart that a rerun leaves unchanged costs no conversion: altair's
+    ``to_dict`` was a quarter of /attention's script time on every full rerun. Streamlit's own conversion is
+    used (as ``st.altair_chart`` does), so the spec is the same; ``st.vega_lite_chart`` copies the spec's top
+    level before it takes the tables out, and never changes what is below. tests/pages/test_chart_specs.py
+    validates every chart drawn.
+    """
+    from streamlit.elements.vega_charts import _convert_altair_to_vega_lite_spec
+
+    spec = vars(figure).get("_streamlit_spec")
+    if spec is None:
+        spec = _convert_altair_to_vega_lite_spec(_unchecked(figure))
+        object.__setattr__(figure, "_streamlit_spec", spec)
+    return spec
 
 
 def _unchecked(figure: alt.TopLevelMixin) -> alt.TopLevelMixin:

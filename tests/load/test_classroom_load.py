@@ -47,7 +47,7 @@ TYPISTS = ["", "order", "rnn-memory", "vanishing-gradients", "lstm-gates", "enco
 BASES = ["where is my parcel ?", "the charger never arrived .", "my red phone never arrived .",
          "where is the parcel ?", "the parcel never arrived ."]
 SENTENCES = 3  # per visitor: one in the address it opens, then two typed
-TYPING_UNTIL_S = 75  # no new sentence is typed later than this after the start (a bound on a very busy machine)
+TYPING_UNTIL_S = 150  # no new sentence is typed later than this after the start (opening 13 tabs took 50 to 70 s)
 VIEW_TIMEOUT_S = 120  # a view not painted by then fails the test: the server did not serve that visitor
 TEST_TIMEOUT_S = 420
 
