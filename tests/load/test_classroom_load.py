@@ -105,6 +105,15 @@ def wait_view(visitor, room: Classroom):
         yield
 
 
+def open_view(visitor, address: str, room: Classroom):
+    """Open ``address`` and yield until its first view is painted (its time recorded); returns whether it was."""
+    visitor.open(address)
+    took = yield from wait_view(visitor, room)
+    if took is not None:
+        room.opened.append((visitor.name, took))
+    return took is not None
+
+
 def check_own_sentence(visitor, number: int, text: str, room: Classroom) -> None:
     box = visitor.page.get_by_role("textbox", name="Sentence", exact=True).input_value()
     if box != text:
@@ -128,11 +137,8 @@ def check_own_sentence(visitor, number: int, text: str, room: Classroom) -> None
 
 def typist(visitor, number: int, url: str, stop_typing_at: float, room: Classroom):
     path = TYPISTS[number]
-    visitor.open(f"{url}/{path}?s={sentence(number, 0).replace(' ', '+')}")
-    took = yield from wait_view(visitor, room)
-    if took is None:
+    if not (yield from open_view(visitor, f"{url}/{path}?s={sentence(number, 0).replace(' ', '+')}", room)):
         return
-    room.opened.append((visitor.name, took))
     room.flags["last opened"] = time.monotonic()
     check_own_sentence(visitor, number, sentence(number, 0), room)
     count = 1
@@ -177,11 +183,8 @@ def set_number(page, label: str, value: int) -> None:
 
 def trainer(visitor, url: str, first: bool, room: Classroom):
     """The first trainer starts a FIRST_STEPS run; the second starts the preset once the first is training."""
-    visitor.open(f"{url}/train")
-    took = yield from wait_view(visitor, room)
-    if took is None:
+    if not (yield from open_view(visitor, f"{url}/train", room)):
         return
-    room.opened.append((visitor.name, took))
     page = visitor.page
     choose(page, "Preset", PRESET)
     yield
@@ -215,11 +218,8 @@ def trainer(visitor, url: str, first: bool, room: Classroom):
 
 
 def uploader(visitor, url: str, path: Path, room: Classroom):
-    visitor.open(f"{url}/attention")
-    took = yield from wait_view(visitor, room)
-    if took is None:
+    if not (yield from open_view(visitor, f"{url}/attention", room)):
         return
-    room.opened.append((visitor.name, took))
     yield
     upload_checkpoint(visitor.page, path, models_before=0)
     expect(visitor.page.get_by_test_id("stSidebar").get_by_test_id("stAlert").filter(
