@@ -106,8 +106,9 @@ def one_step(stepwise: dict, families: dict) -> None:
                                    format_func=words.__getitem__, key="step", bind="query-params",
                                    on_change=ui.rerun_part(STEP))
     step = trace.steps[min(picked_step, len(trace.steps) - 1)]
-    ui.chart(ui.figure(charts.step_chart, step, trace.src_tokens, families[label]),
-             charts.step_data(step, trace.src_tokens), "attention-step")
+    st.markdown(f"**Writing “{ui.escape_markdown(step.output_token)}”**")
+    ui.chart(ui.figure(charts.step_chart, families[label]), charts.step_data(step, trace.src_tokens),
+             "attention-step")
     top = sorted(zip(step.weights, charts.position_labels(trace.src_tokens), strict=True), reverse=True)[:3]
     mix = " + ".join(f"{w:.2f} × h({ui.escape_markdown(word)})" for w, word in top)
     st.markdown(f"③ The context for “{ui.escape_markdown(step.output_token)}” is the weighted average of the "
@@ -132,8 +133,9 @@ if tokens:
     st.subheader("Alignments: where each French word looked")
     for label, trace in traces.items():
         if trace.out_tokens:
-            ui.chart(ui.figure(charts.alignment_chart, trace.src_tokens, trace.out_tokens, trace.alignment,
-                               title=f"{label}: output word (row) × source word (column)"),
+            cells = len(trace.src_tokens) * len(trace.out_tokens)
+            ui.chart(ui.figure(charts.alignment_chart, title=f"{label}: output word (row) × source word (column)",
+                               annotate=cells <= charts.ANNOTATED_CELLS),
                      charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
                      f"attention-alignment-{ui.slug(label)}")
     st.caption("Each row adds to 1 (for a transformer: its last layer's cross-attention, averaged over heads). "

@@ -54,8 +54,8 @@ def every_gate(trace) -> None:
         st.slider("Units to show (those whose cell state moves most)", 4, hidden, value=min(16, hidden),
                   step=4 if hidden % 4 == 0 else 1, key="units", bind="query-params",
                   on_change=ui.rerun_part(GRID, UNIT))  # the unit picker offers the units shown
-    ui.chart(ui.figure(charts.gates_chart, trace, gates.most_active_units(trace, shown_units())),
-             charts.gates_data(trace), "lstm-gates")
+    ui.chart(ui.figure(charts.gates_chart, charts.gate_column_px(len(trace.tokens))),
+             charts.gates_data(trace, gates.most_active_units(trace, shown_units())), "lstm-gates")
 
 
 @ui.part(UNIT)
@@ -63,14 +63,14 @@ def one_unit(trace) -> None:
     st.subheader("2. One unit across the sentence")
     unit = st.selectbox("Unit", gates.most_active_units(trace, shown_units()), key="unit",
                         bind="query-params", on_change=ui.rerun_part(UNIT))
-    ui.chart(ui.figure(charts.unit_lines_chart, trace, unit), charts.unit_lines_data(trace, unit), "lstm-unit")
+    ui.chart(ui.figure(charts.unit_lines_chart), charts.unit_lines_data(trace, unit), "lstm-unit")
 
 
 every_gate(trace)
 one_unit(trace)
 
 st.subheader("3. How much each word keeps")
-ui.chart(ui.figure(charts.mean_forget_chart, trace), charts.mean_forget_data(trace), "lstm-forget")
+ui.chart(ui.figure(charts.mean_forget_chart), charts.mean_forget_data(trace), "lstm-forget")
 st.markdown(ui.escape_markdown(gates.forget_summary(trace)))
 
 ui.share_box("lstm-gates")

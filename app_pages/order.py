@@ -50,7 +50,7 @@ for column, (text, label), name in ((a_col, CHAPTER_EMAILS[0], "Email A"), (b_co
     with column:
         tokens = tuple(tokenize(text))
         traces = {ref.label: models.classify(ref, tokens) for ref in picked}
-        ui.chart(ui.figure(charts.probabilities_chart, traces, title=f"{name}: should be {label}"),
+        ui.chart(ui.figure(charts.probabilities_chart, tuple(traces), title=f"{name}: should be {label}"),
                  charts.probabilities_data(traces), f"order-{name[-1].lower()}")
         right_models = [m for m, t in traces.items() if t.predicted == label]
         st.caption(ui.escape_markdown(f"Right on {name}: {', '.join(right_models) or 'none'}."))
@@ -61,8 +61,8 @@ if tokens:
     mine = {ref.label: models.classify(ref, tokens) for ref in picked}
     for ref in picked:
         models.unknown_note(ref, tokens)
-    ui.chart(ui.figure(charts.probabilities_chart, mine, title="The sidebar sentence"), charts.probabilities_data(mine),
-             "order-sentence")
+    ui.chart(ui.figure(charts.probabilities_chart, tuple(mine), title="The sidebar sentence"),
+             charts.probabilities_data(mine), "order-sentence")
     votes = ", ".join(f"{m}: {t.predicted}" for m, t in mine.items())
     st.caption(ui.escape_markdown(f"Predicted team per model: {votes}."))
 

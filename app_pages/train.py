@@ -32,18 +32,20 @@ def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
     if snapshot.kind == "translation":
         st.markdown("It writes: " + ui.escape_markdown(snapshot.summary))
         if trace.alignment is not None and trace.out_tokens:
-            ui.chart(charts.alignment_chart(trace.src_tokens, trace.out_tokens, trace.alignment,
-                                            title="Where each French word looked"),
+            cells = len(trace.src_tokens) * len(trace.out_tokens)
+            ui.chart(ui.figure(charts.alignment_chart, title="Where each French word looked",
+                               annotate=cells <= charts.ANNOTATED_CELLS),
                      charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
                      f"train-alignment-{run_id}")
     elif snapshot.kind == "gates":
         units = most_active_units(trace, min(16, trace.forget_gate.shape[1]))
-        ui.chart(charts.gates_chart(trace, units), charts.gates_data(trace), f"train-gates-{run_id}")
+        ui.chart(ui.figure(charts.gates_chart, charts.gate_column_px(len(trace.tokens))),
+                 charts.gates_data(trace, units), f"train-gates-{run_id}")
     elif snapshot.kind == "heads":
-        ui.chart(charts.attention_heads_chart(trace.tokens, trace.weights),
+        ui.chart(ui.figure(charts.attention_heads_chart, charts.heads_cell_px(len(trace.tokens))),
                  charts.attention_heads_data(trace.tokens, trace.weights), f"train-heads-{run_id}")
     elif snapshot.kind == "probabilities":
-        ui.chart(charts.probabilities_chart({label: trace}, title="The sidebar sentence"),
+        ui.chart(ui.figure(charts.probabilities_chart, (label,), title="The sidebar sentence"),
                  charts.probabilities_data({label: trace}), f"train-probabilities-{run_id}")
     elif snapshot.kind == "memory":
         metadata, families = {label: {"metrics": trace}}, {label: family}

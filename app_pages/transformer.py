@@ -46,7 +46,7 @@ models.download_buttons(encoder, "transformer-classifier")
 if tokens and encoder:
     models.unknown_note(encoder[0], tokens)
     trace = models.self_attention(encoder[0], tokens)
-    ui.chart(ui.figure(charts.attention_heads_chart, trace.tokens, trace.weights),
+    ui.chart(ui.figure(charts.attention_heads_chart, charts.heads_cell_px(len(trace.tokens))),
              charts.attention_heads_data(trace.tokens, trace.weights), "transformer-self-attention")
     st.caption("Rows: the word attending; columns: the word it looks at; each row adds to 1. Different heads "
                "learn to look for different things, all in one step.")
@@ -60,8 +60,8 @@ if tokens and translator:
     st.markdown("It writes: " + ui.escape_markdown(" ".join(translated.out_tokens) or "(nothing)"))
     models.runaway_note(translated, tokens)
     if translated.out_tokens:
-        ui.chart(ui.figure(charts.attention_heads_chart, translated.src_tokens, translated.cross,
-                           queries=translated.out_tokens, row_title="French word written", col_title="English word"),
+        ui.chart(ui.figure(charts.attention_heads_chart, charts.heads_cell_px(len(translated.src_tokens)),
+                           row_title="French word written", col_title="English word"),
                  charts.attention_heads_data(translated.src_tokens, translated.cross, translated.out_tokens),
                  "transformer-cross-attention")
 

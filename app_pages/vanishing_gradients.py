@@ -26,7 +26,7 @@ if tokens and saliency_models:
     for ref in saliency_models:
         models.unknown_note(ref, tokens)
     found = {ref.label: models.saliency(ref, tokens) for ref in saliency_models}
-    ui.chart(ui.figure(charts.saliency_chart, found, models.families(saliency_models)), charts.saliency_data(found),
+    ui.chart(ui.figure(charts.saliency_chart, models.families(saliency_models)), charts.saliency_data(found),
              "gradients-saliency")
     spans = "; ".join(f"{name}: {s.norms[0] / s.norms[-1]:.2g}×" for name, s in found.items() if s.norms[-1] > 0)
     st.markdown(

@@ -6,6 +6,11 @@ by position and text, "03 parcel", so repeated words stay apart and in order.
 Every mark has a tooltip. Layers that draw one table share a base chart without data and get the table once,
 from ``alt.layer(..., data=data)``: layers that each carry the same frame make altair hash it through its text
 form, tens of milliseconds per layer.
+
+Charts of the sentence are *templates*: built from display options only, they draw the table named
+``TABLE``, which ``seqviz.ui.chart`` sends beside the spec. A new sentence then changes only the table: the
+server builds no chart, and the browser swaps the data in the chart it already has instead of compiling a
+new one. Their axes keep the table's row order (``sort=None``), and their sizes are steps per word.
 """
 
 from __future__ import annotations
@@ -45,6 +50,33 @@ MODEL_LABEL_PX = 360
 
 # Smallest magnitude drawn on a log axis; below it a value is reported as 0.
 LOG_FLOOR = 1e-300
+
+# The name under which a template's table travels (seqviz.ui.chart sends it beside the spec).
+TABLE = "table"
+
+
+def table() -> alt.NamedData:
+    """The data of a template: the table sent with it, whatever the sentence."""
+    return alt.NamedData(TABLE)
+
+
+def draws_table(spec: dict) -> bool:
+    """Whether a chart's spec (altair's to_dict) is a template that draws the table sent beside it."""
+    found = False
+
+    def walk(node) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            if node.get("data") == {"name": TABLE}:
+                found = True
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
 
 
 def position_labels(words) -> list[str]:
@@ -223,19 +255,25 @@ def _labels(labels: list[str], codes: np.ndarray) -> pd.Categorical | np.ndarray
     return np.asarray(labels, dtype=object)[codes]
 
 
-def heatmap(data: pd.DataFrame, rows: list[str], cols: list[str], *, value: str = "value",
-            row_title: str = "", col_title: str = "", domain: tuple[float, float] | None = (0.0, 1.0),
-            scheme: str = "blues", cell: int = 22, title: str = "", annotate: bool = False) -> alt.Chart:
-    """A labelled heatmap with a tooltip on every cell (rows top to bottom, columns left to right)."""
+def heatmap(*, value: str = "value", x: str = "column", y: str = "row", row_title: str = "", col_title: str = "",
+            domain: tuple[float, float] | None = (0.0, 1.0), scheme: str = "blues", cell: int = 22, title: str = "",
+            annotate: bool = False, only: str | None = None) -> alt.LayerChart:
+    """A heatmap template of a tidy (y, x, value) table: rows top to bottom and columns left to right in the
+    table's order, ``cell`` px per word, a tooltip on every cell. ``only``: draw just the table's rows whose
+    "quantity" is that (one panel of a table of several)."""
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme, domainMid=0)
     base = alt.Chart().encode(
-        x=alt.X("column:N", sort=cols, title=col_title,
+        x=alt.X(f"{x}:N", sort=None, title=col_title,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160, orient="top")),
-        y=alt.Y("row:N", sort=rows, title=row_title, axis=alt.Axis(labelOverlap=False, labelLimit=160)),
+        y=alt.Y(f"{y}:N", sort=None, title=row_title, axis=alt.Axis(labelOverlap=False, labelLimit=160)),
     )
+    # On its own, a short heatmap is shorter than a legend's usual 200 px, which the page would cut off: the
+    # legend takes the heatmap's height (a panel of a concatenation has no "height" signal; its own is tall).
+    legend = alt.Legend(orient="right") if only is not None else alt.Legend(
+        orient="right", gradientLength=alt.ExprRef("clamp(height - 20, 40, 200)"))
     rect = base.mark_rect().encode(
-        color=alt.Color(f"{value}:Q", scale=scale, title=value, legend=alt.Legend(orient="right")),
-        tooltip=[alt.Tooltip("row:N", title=row_title or "row"), alt.Tooltip("column:N", title=col_title or "column"),
+        color=alt.Color(f"{value}:Q", scale=scale, title=value, legend=legend),
+        tooltip=[alt.Tooltip(f"{y}:N", title=row_title or y), alt.Tooltip(f"{x}:N", title=col_title or x),
                  alt.Tooltip(f"{value}:Q", format=".3f")],
     )
     layers = [rect]
@@ -243,7 +281,9 @@ def heatmap(data: pd.DataFrame, rows: list[str], cols: list[str], *, value: str 
         layers.append(base.mark_text(fontSize=10).encode(
             text=alt.Text(f"{value}:Q", format=".2f"),
             color=alt.condition(f"datum['{value}'] > 0.5", alt.value("white"), alt.value("black"))))
-    chart = alt.layer(*layers, data=data).properties(width=max(cell * len(cols), 120), height=max(cell * len(rows), 60))
+    chart = alt.layer(*layers, data=table()).properties(width=alt.Step(cell), height=alt.Step(cell))
+    if only is not None:
+        chart = chart.transform_filter(alt.datum.quantity == only)
     return chart.properties(title=title) if title else chart
 
 
@@ -251,12 +291,14 @@ def alignment_data(src_tokens: list[str], out_tokens: list[str], alignment: np.n
     return heatmap_data(alignment, position_labels(out_tokens), position_labels(src_tokens), "weight")
 
 
-def alignment_chart(src_tokens: list[str], out_tokens: list[str], alignment: np.ndarray, title: str = "") -> alt.Chart:
-    """Output words (rows) against source words (columns): where the decoder looked for each word it wrote."""
-    rows, cols = position_labels(out_tokens), position_labels(src_tokens)
-    data = alignment_data(src_tokens, out_tokens, alignment)
-    return heatmap(data, rows, cols, value="weight", row_title="output word", col_title="source word",
-                   title=title, annotate=len(rows) * len(cols) <= 400)
+# Numbers written in the cells of an alignment up to this many cells; beyond, they would not fit.
+ANNOTATED_CELLS = 400
+
+
+def alignment_chart(title: str = "", annotate: bool = True) -> alt.LayerChart:
+    """Output words (rows) against source words (columns): where the decoder looked for each word it wrote
+    (a template of ``alignment_data``)."""
+    return heatmap(value="weight", row_title="output word", col_title="source word", title=title, annotate=annotate)
 
 
 GATE_FIELDS = (("forget gate f", "forget_gate", (0.0, 1.0), "blues"),
@@ -265,40 +307,33 @@ GATE_FIELDS = (("forget gate f", "forget_gate", (0.0, 1.0), "blues"),
                ("cell state c", "cell", None, "redblue"))
 
 
-def gates_data(trace) -> pd.DataFrame:
-    """One row per (gate, unit, word) of an LSTMGateTrace."""
+def gates_data(trace, units: list[int] | None = None) -> pd.DataFrame:
+    """One row per (quantity, unit, word) of an LSTMGateTrace, for ``units`` in that order (default: all)."""
+    units = list(range(trace.forget_gate.shape[1])) if units is None else list(units)
     words = position_labels(trace.tokens)
+    unit_names = [f"unit {u:02d}" for u in units]
     frames = []
     quantities = [(name, field) for name, field, _, _ in GATE_FIELDS] + [("candidate c̃", "candidate"),
                                                                          ("hidden h", "hidden")]
     for name, field in quantities:
-        values = getattr(trace, field).T  # (H, T): units as rows, words as columns
-        frame = heatmap_data(values, [f"unit {u:02d}" for u in range(values.shape[0])], words)
+        values = getattr(trace, field)[:, units].T  # (T, H) -> (units, T): units as rows, words as columns
+        frame = heatmap_data(values, unit_names, words)
         frame.insert(0, "quantity", name)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True).rename(columns={"row": "unit", "column": "word"})
 
 
-def gates_chart(trace, units: list[int] | None = None) -> alt.VConcatChart:
-    """Heatmaps, units x words, of the forget, input and output gates and the cell state."""
-    hidden = trace.forget_gate.shape[1]
-    units = list(range(hidden)) if units is None else units
-    words = position_labels(trace.tokens)
-    unit_names = [f"unit {u:02d}" for u in units]
-    column = min(36, max(8, 720 // max(len(words), 1)))  # px per word: wide when short, fits when long
-    panels = []
-    for name, field, domain, scheme in GATE_FIELDS:
-        values = getattr(trace, field)[:, units].T  # (units, T)
-        data = heatmap_data(values, unit_names, words, "value")
-        if domain is None:
-            bound = float(max(np.abs(values).max(), 1e-6))
-            domain_used = None
-            data["value"] = data["value"].clip(-bound, bound)
-        else:
-            domain_used = domain
-        panels.append(heatmap(data, unit_names, words, value="value", row_title="unit", col_title="",
-                              domain=domain_used, scheme=scheme, cell=16, title=name)
-                      .properties(width=column * len(words)))
+def gate_column_px(words: int) -> int:
+    """Px per word in the gate heatmaps: wide for a short sentence, narrower so a long one fits."""
+    return min(36, max(8, 720 // max(words, 1)))
+
+
+def gates_chart(column: int = 36) -> alt.VConcatChart:
+    """Heatmaps, units x words, of the forget, input and output gates and the cell state (a template of
+    ``gates_data``; ``column``: px per word, from ``gate_column_px``)."""
+    panels = [heatmap(value="value", x="word", y="unit", row_title="unit", domain=domain, scheme=scheme, cell=16,
+                      title=name, only=name).properties(width=alt.Step(column))
+              for name, _, domain, scheme in GATE_FIELDS]
     return alt.vconcat(*panels).resolve_scale(color="independent")
 
 
@@ -314,19 +349,18 @@ def unit_lines_data(trace, unit: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def unit_lines_chart(trace, unit: int) -> alt.Chart:
-    data = unit_lines_data(trace, unit)
-    words = position_labels(trace.tokens)
+def unit_lines_chart() -> alt.LayerChart:
+    """One unit's gates and memory across the sentence (a template of ``unit_lines_data``)."""
     colours = alt.Scale(domain=["forget gate f", "input gate i", "output gate o", "candidate c̃", "cell state c",
                                 "hidden h"], range=[BLUE, GREEN, PURPLE, GREY, VERMILLION, ORANGE])
     base = alt.Chart().encode(
-        x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
+        x=alt.X("word:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("value:Q", title="value"),
         color=alt.Color("quantity:N", scale=colours, legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("quantity:N"), alt.Tooltip("value:Q", format=".3f")],
     )
-    return alt.layer(base.mark_line(), base.mark_point(filled=True, size=40), data=data).properties(
-        height=300, title=f"Unit {unit}: its gates and memory across the sentence")
+    return alt.layer(base.mark_line(), base.mark_point(filled=True, size=40), data=table()).properties(
+        height=300, title="Its gates and memory across the sentence")
 
 
 def mean_forget_data(trace) -> pd.DataFrame:
@@ -334,51 +368,54 @@ def mean_forget_data(trace) -> pd.DataFrame:
                          "mean input gate": trace.input_gate.mean(axis=1)})
 
 
-def mean_forget_chart(trace) -> alt.Chart:
-    data = mean_forget_data(trace)
-    words = list(data["word"])
-    base = alt.Chart(data).encode(
-        x=alt.X("word:N", sort=words, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
+def mean_forget_chart() -> alt.Chart:
+    """The mean forget gate at each word (a template of ``mean_forget_data``)."""
+    return alt.Chart(table()).mark_bar(color=BLUE).encode(
+        x=alt.X("word:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("mean forget gate:Q", scale=alt.Scale(domain=[0, 1]), title="mean forget gate f (all units)"),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("mean forget gate:Q", format=".3f"),
                  alt.Tooltip("mean input gate:Q", format=".3f")],
-    )
-    return base.mark_bar(color=BLUE).properties(height=240, title="How much of the old memory each word keeps")
+    ).properties(height=240, title="How much of the old memory each word keeps")
 
 
 def attention_heads_data(tokens: list[str], weights: np.ndarray, queries: list[str] | None = None) -> pd.DataFrame:
     """(L, N, Tq, Tk) weights as a tidy table with layer, head, query word and key word."""
+    weights = np.asarray(weights, dtype=float)
+    layers, heads, n_queries, n_keys = weights.shape
     keys = position_labels(tokens)
     rows_labels = keys if queries is None else position_labels(queries)
-    frames = []
-    for layer in range(weights.shape[0]):
-        for head in range(weights.shape[1]):
-            frame = heatmap_data(weights[layer, head], rows_labels, keys, "weight")
-            frame.insert(0, "head", f"head {head + 1}")
-            frame.insert(0, "layer", f"layer {layer + 1}")
-            frames.append(frame)
-    data = pd.concat(frames, ignore_index=True).rename(columns={"row": "from word", "column": "to word"})
-    return data.astype({"layer": "category", "head": "category"})
+    if (n_queries, n_keys) != (len(rows_labels), len(keys)):
+        raise ValueError(f"weights {weights.shape} do not match {len(rows_labels)} x {len(keys)} words")
+    layer, head, query, key = np.indices(weights.shape).reshape(4, -1)  # one entry per cell, in C order
+    return pd.DataFrame({
+        "layer": _labels([f"layer {i + 1}" for i in range(layers)], layer),
+        "head": _labels([f"head {i + 1}" for i in range(heads)], head),
+        "from word": _labels(rows_labels, query),
+        "to word": _labels(keys, key),
+        "weight": weights.ravel(),
+    })
 
 
-def attention_heads_chart(tokens: list[str], weights: np.ndarray, queries: list[str] | None = None,
-                          row_title: str = "word attending", col_title: str = "word attended to") -> alt.Chart:
-    """Small multiples: one heatmap per layer (rows) and head (columns)."""
-    data = attention_heads_data(tokens, weights, queries)
-    keys = position_labels(tokens)
-    rows_labels = keys if queries is None else position_labels(queries)
-    # Four heads side by side must fit the page's column (about 1000 px with labels and legend).
-    cell = max(3, min(12, 190 // max(len(keys), 1)))
-    return alt.Chart(data).mark_rect().encode(
+def heads_cell_px(words: int) -> int:
+    """Px per word in the heads' heatmaps: four heads side by side must fit the page's column (about 1000 px
+    with labels and legend)."""
+    return max(3, min(12, 190 // max(words, 1)))
+
+
+def attention_heads_chart(cell: int = 12, row_title: str = "word attending",
+                          col_title: str = "word attended to") -> alt.FacetChart:
+    """Small multiples: one heatmap per layer (rows) and head (columns) (a template of ``attention_heads_data``;
+    ``cell``: px per word, from ``heads_cell_px``)."""
+    return alt.Chart(table()).mark_rect().encode(
         # Axis titles would repeat under every head and overlap on a short sentence: the chart's title says it.
-        x=alt.X("to word:N", sort=keys, title=None,
+        x=alt.X("to word:N", sort=None, title=None,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-60, labelLimit=120, labelFontSize=9)),
-        y=alt.Y("from word:N", sort=rows_labels, title=None,
+        y=alt.Y("from word:N", sort=None, title=None,
                 axis=alt.Axis(labelOverlap=False, labelLimit=120, labelFontSize=9)),
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=alt.Legend(orient="right")),
         tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("head:N"), alt.Tooltip("from word:N"), alt.Tooltip("to word:N"),
                  alt.Tooltip("weight:Q", format=".3f")],
-    ).properties(width=cell * len(keys), height=cell * len(rows_labels)).facet(
+    ).properties(width=alt.Step(cell), height=alt.Step(cell)).facet(
         row=alt.Row("layer:N", title=None), column=alt.Column("head:N", title=None),
     ).properties(title=f"Rows: {row_title}. Columns: {col_title}.")
 
@@ -396,11 +433,11 @@ def probabilities_data(traces: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def probabilities_chart(traces: dict, title: str = "") -> alt.Chart:
-    data = probabilities_data(traces)
-    models = list(traces)
-    return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("model:N", sort=models, title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX)),
+def probabilities_chart(models: tuple[str, ...], title: str = "") -> alt.Chart:
+    """Each model's probability of each team, one stacked bar per model (a template of ``probabilities_data``
+    for these models, in this order)."""
+    return alt.Chart(table()).mark_bar().encode(
+        y=alt.Y("model:N", sort=list(models), title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX)),
         x=alt.X("probability:Q", stack="normalize", title="probability of each team", axis=alt.Axis(format="%")),
         color=alt.Color("class:N", scale=alt.Scale(range=[BLUE, ORANGE, GREEN, PURPLE]),
                         legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
@@ -436,9 +473,9 @@ def saliency_data(saliencies: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def saliency_chart(saliencies: dict, families: dict[str, str]) -> alt.Chart:
-    data = saliency_data(saliencies)
-    data = data[data["gradient size"] > 0]
+def saliency_chart(families: dict[str, str]) -> alt.LayerChart:
+    """Gradient size against steps back from the last word, a line per model (a template of ``saliency_data``;
+    ``families``: {model label: family}, for the colours). A zero gradient has no place on the log axis."""
     base = alt.Chart().encode(
         x=alt.X("steps back from the end:Q", title="steps back from the last word", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("gradient size:Q", scale=alt.Scale(type="log"), title="‖∂ score / ∂ xₜ‖ (log scale)"),
@@ -447,8 +484,8 @@ def saliency_chart(saliencies: dict, families: dict[str, str]) -> alt.Chart:
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("word:N"), alt.Tooltip("steps back from the end:Q"),
                  alt.Tooltip("gradient size:Q", format=".3e"), alt.Tooltip("predicted:N")],
     )
-    return alt.layer(base.mark_line(), base.mark_point(filled=True, size=35), data=data).properties(
-        height=300, title="How strongly each word can move the decision")
+    return alt.layer(base.mark_line(), base.mark_point(filled=True, size=35), data=table()).transform_filter(
+        alt.datum["gradient size"] > 0).properties(height=300, title="How strongly each word can move the decision")
 
 
 def jacobian_data(curves: dict) -> pd.DataFrame:
@@ -655,21 +692,20 @@ def step_data(step, src_tokens: list[str]) -> pd.DataFrame:
 SCORE_FORMULAS = {"additive": "vᵀ tanh(W s + U hⱼ)", "dot": "s · W_a hⱼ"}
 
 
-def step_chart(step, src_tokens: list[str], family: str = "additive") -> alt.HConcatChart:
-    """The chapter's steps ① and ② on the real model: scores, then the softmax weights."""
-    data = step_data(step, src_tokens)
-    words = list(data["source word"])
+def step_chart(family: str = "additive") -> alt.HConcatChart:
+    """The chapter's steps ① and ② on the real model: scores, then the softmax weights (a template of
+    ``step_data``; the page names the word being written)."""
     tooltip = [alt.Tooltip("source word:N"), alt.Tooltip("score:Q", format=".3f"),
                alt.Tooltip("weight α:Q", format=".3f")]
-    height = max(18 * len(words), 80)
-    y = alt.Y("source word:N", sort=words, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=160))
-    scores = alt.Chart(data).mark_bar(color=GREY).encode(
+    y = alt.Y("source word:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=160))
+    size = dict(height=alt.Step(18), width=220)
+    scores = alt.Chart().mark_bar(color=GREY).encode(
         y=y, x=alt.X("score:Q", title=f"① score {SCORE_FORMULAS.get(family, '')}".rstrip()), tooltip=tooltip
-    ).properties(height=height, width=220)
-    weights = alt.Chart(data).mark_bar(color=BLUE).encode(
+    ).properties(**size)
+    weights = alt.Chart().mark_bar(color=BLUE).encode(
         y=y, x=alt.X("weight α:Q", title="② softmax weight α", scale=alt.Scale(domain=[0, 1])), tooltip=tooltip
-    ).properties(height=height, width=220)
-    return alt.hconcat(scores, weights).properties(title=f"Writing “{step.output_token}”")
+    ).properties(**size)
+    return alt.hconcat(scores, weights, data=table())
 
 
 # --- Training in the app ---------------------------------------------------------------------------

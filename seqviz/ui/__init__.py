@@ -7,6 +7,7 @@ themselves.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit
@@ -15,6 +16,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from seqviz import charts
 from seqviz.limits import MAX_CHARS
 
 # Altair checks every chart part against the Vega-Lite schema as it is built, then the whole chart again
@@ -151,16 +153,24 @@ def _figure(name: str, args: tuple, kwargs: dict, _make: Callable[..., alt.TopLe
 
 
 def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
-    """Draw an altair chart and offer its data as CSV and its picture as PNG and SVG."""
+    """Draw an altair chart and offer its data as CSV and its picture as PNG and SVG.
+
+    A template (see seqviz.charts) gets ``data`` as its table. Its spec is the same for every sentence, so the
+    browser keeps the chart it has and swaps in the new table, rather than compiling a new chart.
+    """
+    spec = _spec_of(figure)
+    table = data if _draws_table(figure) else None
+    if table is not None:
+        spec = {**spec, "datasets": {charts.TABLE: table}}
     # Compound charts (concat, facet) keep the widths they were drawn with; single charts fill the column.
     compound = isinstance(figure, alt.VConcatChart | alt.HConcatChart | alt.ConcatChart | alt.FacetChart)
-    st.vega_lite_chart(spec=_spec_of(figure), width="content" if compound else "stretch", height=_height_of(figure))
+    st.vega_lite_chart(spec=spec, width="content" if compound else "stretch", height=_height_of(figure))
     row = st.container(horizontal=True)
     row.download_button("CSV", data=_csv_of(data), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")
-    row.download_button("PNG", data=_lazy_image(figure, "png"), file_name=f"{name}.png", mime="image/png",
+    row.download_button("PNG", data=_lazy_image(figure, table, "png"), file_name=f"{name}.png", mime="image/png",
                         key=f"png-{name}", icon=":material/image:", on_click="ignore")
-    row.download_button("SVG", data=_lazy_image(figure, "svg"), file_name=f"{name}.svg",
+    row.download_button("SVG", data=_lazy_image(figure, table, "svg"), file_name=f"{name}.svg",
                         mime="image/svg+xml", key=f"svg-{name}", icon=":material/draw:", on_click="ignore")
 
 
@@ -179,7 +189,13 @@ def _spec_of(figure: alt.TopLevelMixin) -> dict:
     if spec is None:
         spec = _convert_altair_to_vega_lite_spec(_unchecked(figure))
         object.__setattr__(figure, "_streamlit_spec", spec)
+        object.__setattr__(figure, "_draws_table", charts.draws_table(spec))
     return spec
+
+
+def _draws_table(figure: alt.TopLevelMixin) -> bool:
+    _spec_of(figure)
+    return vars(figure)["_draws_table"]
 
 
 def _unchecked(figure: alt.TopLevelMixin) -> alt.TopLevelMixin:
@@ -202,13 +218,15 @@ def _csv_of(data: pd.DataFrame) -> Callable[[], bytes]:
     return lambda: data.to_csv(index=False).encode("utf-8")
 
 
-def _lazy_image(figure: alt.TopLevelMixin, fmt: str) -> Callable[[], bytes]:
-    """Rendered only when the visitor asks for it (vl-convert works offline)."""
+def _lazy_image(figure: alt.TopLevelMixin, table: pd.DataFrame | None, fmt: str) -> Callable[[], bytes]:
+    """Rendered only when the visitor asks for it (vl-convert works offline); a template's table inline."""
 
     def render() -> bytes:
         import vl_convert as vlc
 
-        spec = figure.to_json()
+        spec = figure.to_dict(validate=False)
+        if table is not None:
+            spec["datasets"] = {**spec.get("datasets", {}), charts.TABLE: json.loads(table.to_json(orient="records"))}
         if fmt == "png":
             return vlc.vegalite_to_png(spec, scale=2)
         return vlc.vegalite_to_svg(spec).encode("utf-8")

@@ -48,3 +48,20 @@ def test_the_training_curves_chart_is_valid_vega_lite():
     losses = [(step, 2.0 / step) for step in range(1, 700)]
     figure = charts.training_chart(losses, [(100, 0.5), (600, 0.97)], "held-out exact match", 1000)
     validate_jsonschema(figure.to_dict(validate=False), load_schema())
+
+
+@pytest.mark.parametrize("script", ["app_pages/attention.py", "app_pages/lstm_gates.py", "app_pages/transformer.py",
+                                    "app_pages/order.py", "app_pages/vanishing_gradients.py"])
+def test_a_new_sentence_sends_new_tables_and_the_same_charts(open_page, script):
+    """The browser keeps a chart whose spec is unchanged and only swaps its data: much cheaper than compiling
+    a new one. So a new sentence (of a similar length) must change tables, never a spec."""
+    from conftest import set_sentence
+
+    def sent(at) -> list[tuple[str, list[bytes]]]:
+        return [(chart.proto.spec, [d.data.data for d in chart.proto.datasets]) for chart in _charts(at._tree)]
+
+    at = open_page(script, s="where is my parcel ?")
+    before = sent(at)
+    after = sent(set_sentence(at, "my red phone never arrived ."))
+    assert [spec for spec, _ in after] == [spec for spec, _ in before]
+    assert any(new != old for (_, new), (_, old) in zip(after, before, strict=True)), "no table changed"

@@ -70,25 +70,45 @@ def test_gate_charts_label_repeated_words_apart():
     data = charts.gates_data(trace)
     assert set(data["word"]) == {"01 the", "02 box", "03 the"}
     assert set(data["quantity"]) >= {"forget gate f", "input gate i", "output gate o", "cell state c"}
-    spec = json.dumps(json.loads(charts.gates_chart(trace, units=[0, 2]).to_json()))
-    assert "unit 02" in spec and "unit 01" not in spec
+    shown = charts.gates_data(trace, units=[2, 0])
+    assert list(shown["unit"].unique()) == ["unit 02", "unit 00"]  # the units asked for, in that order
+    forget = shown[shown["quantity"] == "forget gate f"]
+    np.testing.assert_allclose(forget["value"], trace.forget_gate[:, [2, 0]].T.ravel())
     lines = charts.unit_lines_data(trace, unit=3)
     assert len(lines) == 6 * 3
     np.testing.assert_allclose(charts.mean_forget_data(trace)["mean forget gate"], trace.forget_gate.mean(axis=1))
-    charts.unit_lines_chart(trace, 3).to_json()
-    charts.mean_forget_chart(trace).to_json()
+    for template in (charts.gates_chart(charts.gate_column_px(3)), charts.unit_lines_chart(),
+                     charts.mean_forget_chart()):
+        assert charts.draws_table(_spec(template))
 
 
 def test_alignment_and_heads_charts():
     weights = np.full((2, 3), 1 / 3)
     data = charts.alignment_data(["a", "b", "a"], ["x", "y"], weights)
     assert len(data) == 6 and data["weight"].sum() == pytest.approx(2.0)
-    charts.alignment_chart(["a", "b", "a"], ["x", "y"], weights).to_json()
+    assert charts.draws_table(_spec(charts.alignment_chart(annotate=True)))
     heads = np.random.default_rng(0).dirichlet(np.ones(4), size=(2, 3, 4))  # (L, N, T, T)
     table = charts.attention_heads_data(["w1", "w2", "w3", "w4"], heads)
     assert len(table) == 2 * 3 * 16
     assert set(table["layer"]) == {"layer 1", "layer 2"} and set(table["head"]) == {"head 1", "head 2", "head 3"}
-    charts.attention_heads_chart(["w1", "w2", "w3", "w4"], heads).to_json()
+    cell = table[(table["layer"] == "layer 2") & (table["head"] == "head 3") & (table["from word"] == "04 w4")
+                 & (table["to word"] == "02 w2")]
+    assert cell["weight"].item() == pytest.approx(heads[1, 2, 3, 1])
+    cross = charts.attention_heads_data(["a", "b", "c"], heads[:, :, :2, :3], queries=["x", "y"])
+    assert list(cross["from word"].unique()) == ["01 x", "02 y"]
+    with pytest.raises(ValueError):
+        charts.attention_heads_data(["a", "b"], heads)
+    assert charts.draws_table(_spec(charts.attention_heads_chart(charts.heads_cell_px(4))))
+
+
+def test_templates_keep_the_table_order_and_fixed_charts_keep_their_data():
+    """A template's axes follow the table's rows (position labels, in order), so no word list is in its spec;
+    a chart of fixed data carries it inline. tests/pages/test_chart_specs.py checks a page's specs against
+    two sentences."""
+    spec = _spec(charts.alignment_chart(title="t"))
+    rect = spec["layer"][0]["encoding"]
+    assert rect["x"]["sort"] is None and rect["y"]["sort"] is None
+    assert not charts.draws_table(_spec(charts.memory_chart(tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(6)))))
 
 
 def test_jacobian_chart_draws_trained_solid_and_untrained_dashed():
