@@ -49,8 +49,8 @@ def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
                  charts.probabilities_data({label: trace}), f"train-probabilities-{run_id}")
     elif snapshot.kind == "memory":
         metadata, families = {label: {"metrics": trace}}, {label: family}
-        ui.chart(charts.memory_accuracy_chart(metadata, families), charts.memory_data(metadata, families),
-                 f"train-memory-{run_id}")
+        ui.chart(ui.figure(charts.memory_accuracy_chart, families, trace["chance"]),
+                 charts.memory_data(metadata, families), f"train-memory-{run_id}")
 
 
 def draw_run(run) -> None:

@@ -56,15 +56,15 @@ def jacobians(recurrent) -> None:
     for ref in recurrent:
         curves[(ref.label, "untrained")] = models.jacobian(ref, False, length)
         curves[(ref.label, "trained")] = models.jacobian(ref, True, length)
-    scaled_state = f"W_h × {scale:g}"
+    scaled_state = f"with W_h × {scale:g}"  # after "trained" and "untrained" in the legend: dotted
     plain = [ref for ref in recurrent if ref.family == "rnn"]
     if scale != 1.0:
         for ref in plain:
             curves[(ref.label, scaled_state)] = models.jacobian(ref, True, length, scale)
     far = min(20, length - 1)
     if curves:
-        ui.chart(ui.figure(charts.jacobian_chart, curves, models.families(recurrent)), charts.jacobian_data(curves),
-                 "gradients-jacobian")
+        ui.chart(ui.figure(charts.jacobian_chart, models.families(recurrent)),
+                 charts.jacobian_data(curves), "gradients-jacobian")
         text = (f"Averaged over 3 random word sequences of {length} words (geometric mean of the spectral norm). "
                 "The grey dotted line is Pascanu et al.'s (2013) bound for a plain RNN, ‖∂h_T/∂h_k‖ ≤ η^(T−k) with "
                 "η = σ_max(W_h) (γ = 1 for tanh)")
@@ -132,7 +132,8 @@ def learning_to_remember(memory, shipped_memory, steps) -> None:
     for ref in memory:
         metadata[ref.label] = (models.shipped_meta(ref.name) if ref.shipped else {"metrics": models.held_out(ref)})
     if memory:
-        ui.chart(ui.figure(charts.memory_accuracy_chart, metadata, models.families(memory), step),
+        chance = next(iter(metadata.values()))["metrics"]["chance"]
+        ui.chart(ui.figure(charts.memory_accuracy_chart, models.families(memory), chance),
                  charts.memory_data(metadata, models.families(memory), step), "gradients-memory")
     if any(not ref.shipped for ref in memory):
         st.caption("Your own models are drawn as they are now (measured here on the same held-out sequences), "

@@ -60,6 +60,14 @@ def table() -> alt.NamedData:
     return alt.NamedData(TABLE)
 
 
+def _on_canvas(chart, description: str):
+    """A heatmap template as the browser draws it fastest: on a canvas, with one label for the whole chart
+    (``description``, what a screen reader says; the CSV beside it holds every number) instead of an SVG
+    element and an ARIA label per cell, hundreds of each, rebuilt for every sentence."""
+    return chart.properties(description=description, usermeta={"embedOptions": {"renderer": "canvas"}}
+                            ).configure_mark(aria=False)
+
+
 def draws_table(spec: dict) -> bool:
     """Whether a chart's spec (altair's to_dict) is a template that draws the table sent beside it."""
     found = False
@@ -98,8 +106,8 @@ def tiny_rnn_data(run: TinyRNNRun) -> pd.DataFrame:
     })
 
 
-def memory_chart(run: TinyRNNRun) -> alt.Chart:
-    data = tiny_rnn_data(run)
+def memory_chart() -> alt.LayerChart:
+    """The memory h_t, step by step (a template of ``tiny_rnn_data``)."""
     base = alt.Chart().encode(
         x=alt.X("step:Q", title="step t", axis=alt.Axis(tickMinStep=1), scale=alt.Scale(domainMin=1)),
         y=alt.Y("memory h_t:Q", title="memory hₜ"),
@@ -107,7 +115,10 @@ def memory_chart(run: TinyRNNRun) -> alt.Chart:
                  alt.Tooltip("memory h_t:Q", format=".3f")],
     )
     return alt.layer(base.mark_line(color=BLUE), base.mark_point(color=BLUE, filled=True, size=50),
-                     data=data).properties(height=260, title="The memory hₜ, step by step")
+                     data=table()).properties(height=260, title="The memory hₜ, step by step")
+
+
+GRADIENT_SERIES = ("one step's factor w·f′", "product over k steps = ∂h_T / ∂h_(T−k)")
 
 
 def gradient_data(run: TinyRNNRun) -> pd.DataFrame:
@@ -115,8 +126,7 @@ def gradient_data(run: TinyRNNRun) -> pd.DataFrame:
     k = np.arange(1, run.steps + 1)
     factor = run.local_slope[::-1]  # factor of the step k-1 steps before the last
     rows = []
-    for series, values in (("one step's factor w·f′", factor), ("product over k steps = ∂h_T / ∂h_(T−k)",
-                                                                  run.gradient)):
+    for series, values in zip(GRADIENT_SERIES, (factor, run.gradient), strict=True):
         for kk, v in zip(k, values, strict=True):
             rows.append({"steps back k": int(kk), "series": series, "value": float(v),
                          "magnitude": float(abs(v)) if np.isfinite(v) else np.nan})
@@ -125,18 +135,19 @@ def gradient_data(run: TinyRNNRun) -> pd.DataFrame:
     return data
 
 
-def gradient_chart(run: TinyRNNRun, show_chapter_point: bool = True) -> alt.LayerChart:
-    data = gradient_data(run)
-    drawn = data[data["drawn"]]
-    colours = alt.Scale(domain=list(data["series"].unique()), range=[ORANGE, BLUE])
-    base = alt.Chart(drawn).encode(
+def gradient_chart(show_chapter_point: bool = True) -> alt.LayerChart:
+    """The local factor and the product of factors against steps back, on a log axis (a template of
+    ``gradient_data``; rows too small for the log axis are not drawn); the chapter's figure as a diamond."""
+    colours = alt.Scale(domain=list(GRADIENT_SERIES), range=[ORANGE, BLUE])
+    base = alt.Chart().encode(
         x=alt.X("steps back k:Q", title="steps back k", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("magnitude:Q", title="size (log scale)", scale=alt.Scale(type="log")),
         color=alt.Color("series:N", scale=colours, legend=alt.Legend(orient="bottom", title=None,
                                                                     labelLimit=400)),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("steps back k:Q"), alt.Tooltip("value:Q", format=".3e")],
     )
-    layers = [base.mark_line(), base.mark_point(filled=True, size=40)]
+    layers = [alt.layer(base.mark_line(), base.mark_point(filled=True, size=40), data=table()
+                        ).transform_filter(alt.datum.drawn)]
     if show_chapter_point:
         ref = pd.DataFrame({"steps back k": [CHAPTER_STEPS_BACK], "magnitude": [CHAPTER_PRODUCT],
                             "label": ["chapter: (0.5 × 0.75)²⁰ ≈ 3 × 10⁻⁹"]})
@@ -298,7 +309,8 @@ ANNOTATED_CELLS = 400
 def alignment_chart(title: str = "", annotate: bool = True) -> alt.LayerChart:
     """Output words (rows) against source words (columns): where the decoder looked for each word it wrote
     (a template of ``alignment_data``)."""
-    return heatmap(value="weight", row_title="output word", col_title="source word", title=title, annotate=annotate)
+    return _on_canvas(heatmap(value="weight", row_title="output word", col_title="source word", title=title,
+                              annotate=annotate), f"{title or 'Alignment'}: a heatmap of attention weights")
 
 
 GATE_FIELDS = (("forget gate f", "forget_gate", (0.0, 1.0), "blues"),
@@ -334,7 +346,8 @@ def gates_chart(column: int = 36) -> alt.VConcatChart:
     panels = [heatmap(value="value", x="word", y="unit", row_title="unit", domain=domain, scheme=scheme, cell=16,
                       title=name, only=name).properties(width=alt.Step(column))
               for name, _, domain, scheme in GATE_FIELDS]
-    return alt.vconcat(*panels).resolve_scale(color="independent")
+    return _on_canvas(alt.vconcat(*panels).resolve_scale(color="independent"),
+                      "Heatmaps of the forget, input and output gates and the cell state, unit by unit, word by word")
 
 
 def unit_lines_data(trace, unit: int) -> pd.DataFrame:
@@ -406,7 +419,7 @@ def attention_heads_chart(cell: int = 12, row_title: str = "word attending",
                           col_title: str = "word attended to") -> alt.FacetChart:
     """Small multiples: one heatmap per layer (rows) and head (columns) (a template of ``attention_heads_data``;
     ``cell``: px per word, from ``heads_cell_px``)."""
-    return alt.Chart(table()).mark_rect().encode(
+    cells = alt.Chart(table()).mark_rect().encode(
         # Axis titles would repeat under every head and overlap on a short sentence: the chart's title says it.
         x=alt.X("to word:N", sort=None, title=None,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-60, labelLimit=120, labelFontSize=9)),
@@ -417,7 +430,9 @@ def attention_heads_chart(cell: int = 12, row_title: str = "word attending",
                  alt.Tooltip("weight:Q", format=".3f")],
     ).properties(width=alt.Step(cell), height=alt.Step(cell)).facet(
         row=alt.Row("layer:N", title=None), column=alt.Column("head:N", title=None),
-    ).properties(title=f"Rows: {row_title}. Columns: {col_title}.")
+    )
+    title = f"Rows: {row_title}. Columns: {col_title}."
+    return _on_canvas(cells.properties(title=title), f"Attention weights of every layer and head. {title}")
 
 
 # --- Classifiers, gradients and timing ------------------------------------------------------------
@@ -506,28 +521,25 @@ def jacobian_data(curves: dict) -> pd.DataFrame:
     return data[~data["bound"] | (data["norm"] <= ceiling)]
 
 
-def jacobian_chart(curves: dict, families: dict[str, str]) -> alt.LayerChart:
-    data = jacobian_data(curves)
-    present = {state for _, state in curves}
-    states = [s for s in ("trained", "untrained") if s in present] + sorted(present - {"trained", "untrained"})
-    dashes = [[1, 0], [6, 4], [1, 3]]
+def jacobian_chart(families: dict[str, str]) -> alt.LayerChart:
+    """Measured ‖∂h_T/∂h_k‖ against distance, a line per (model, state), and the bound of each trained plain RNN
+    (a template of ``jacobian_data``). States in alphabetical order, "trained", "untrained", then a scaled
+    copy ("with W_h × 2"), are drawn solid, dashed and dotted."""
     encode = dict(
         x=alt.X("T − k:Q", title="distance T − k (steps)"),
         y=alt.Y("norm:Q", scale=alt.Scale(type="log"), title="‖∂h_T/∂h_k‖ (log scale)"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("state:N"), alt.Tooltip("T − k:Q"),
                  alt.Tooltip("norm:Q", format=".3e")],
     )
-    measured = alt.Chart(data[~data["bound"]]).mark_line(strokeWidth=2.5).encode(
+    measured = alt.Chart().mark_line(strokeWidth=2.5).encode(
         color=alt.Color("model:N", scale=model_colours(families),
                         legend=alt.Legend(orient="bottom", title="model", labelLimit=MODEL_LABEL_PX)),
-        strokeDash=alt.StrokeDash("state:N", scale=alt.Scale(domain=states, range=dashes[: len(states)]),
+        strokeDash=alt.StrokeDash("state:N", sort="ascending", scale=alt.Scale(range=[[1, 0], [6, 4], [1, 3]]),
                                   legend=alt.Legend(orient="bottom", title="weights", labelLimit=300, symbolSize=400)),
-        **encode)
-    layers = [measured]
-    if data["bound"].any():
-        layers.append(alt.Chart(data[data["bound"]]).mark_line(strokeWidth=1.2, color=GREY, strokeDash=[2, 3])
-                      .encode(detail="model:N", **encode))
-    return alt.layer(*layers).properties(
+        **encode).transform_filter(~alt.datum.bound)
+    bound = alt.Chart().mark_line(strokeWidth=1.2, color=GREY, strokeDash=[2, 3]).encode(
+        detail="model:N", **encode).transform_filter(alt.datum.bound)
+    return alt.layer(measured, bound, data=table()).properties(
         height=340, title="How much of the gradient survives T − k steps (grey dotted: Pascanu et al.'s bound)")
 
 
@@ -601,12 +613,11 @@ def memory_data(metadata: dict[str, dict], families: dict[str, str], step: int |
     return pd.DataFrame(rows)
 
 
-def memory_accuracy_chart(metadata: dict[str, dict], families: dict[str, str],
-                          step: int | None = None) -> alt.LayerChart:
+def memory_accuracy_chart(families: dict[str, str], chance: float) -> alt.LayerChart:
+    """Held-out accuracy against distance, a line per model (a template of ``memory_data``), with chance and
+    the chapter's twenty steps marked."""
     names = list(families)
-    data = memory_data(metadata, families, step)
-    chance = metadata[names[0]]["metrics"]["chance"]
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("distance:Q", title="distance: words between the first word and the answer"),
         y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="held-out accuracy"),
         color=alt.Color("model:N", sort=names, scale=model_colours(families),
@@ -620,9 +631,9 @@ def memory_accuracy_chart(metadata: dict[str, dict], families: dict[str, str],
         y=alt.Y("y:Q", title=None), tooltip=[alt.Tooltip("label:N", title="guessing")])
     chance_text = alt.Chart(marks).mark_text(align="left", dx=4, dy=-6, color=GREY).encode(
         x=alt.value(4), y=alt.Y("y:Q", title=None), text="label:N")
-    when = "the shipped models" if step is None else f"after {step} training steps"
-    return alt.layer(base.mark_line(strokeWidth=2.5), rule20, chance_rule, chance_text).properties(
-        height=300, title=f"Remember the first word: held-out accuracy against distance, {when}")
+    return alt.layer(alt.layer(base.mark_line(strokeWidth=2.5), data=table()), rule20, chance_rule,
+                     chance_text).properties(
+        height=300, title="Remember the first word: held-out accuracy against distance")
 
 
 def translation_by_length_data(metadata: dict[str, dict], families: dict[str, str]) -> pd.DataFrame:

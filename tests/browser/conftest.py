@@ -7,6 +7,7 @@ Screenshots of every page are saved under test-output/screenshots/ for a person 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
@@ -173,9 +174,9 @@ def pick_option(page, picker_label: str, option) -> None:
 
 
 def alignment_chart(page, label: str):
-    """The vega chart whose title starts with ``label`` (Streamlit draws these small charts as SVG)."""
-    title = page.locator("svg text").filter(has_text=re.compile("^" + re.escape(label)))
-    return page.get_by_test_id("stVegaLiteChart").filter(has=title)
+    """The heatmap whose accessible name starts with ``label`` (drawn on a canvas, it is named by the chart's
+    description, which starts with its title)."""
+    return page.locator(f"[data-testid=stVegaLiteChart][aria-label^={json.dumps(label + ':')}]")
 
 
 def translation_line(page, label: str) -> str:
@@ -202,7 +203,7 @@ def show_on_attention(page, label: str) -> str:
     expect(page.get_by_test_id("stMultiSelect").filter(has_text=ALIGNMENT_PICKER)).to_contain_text(label)
     chart = alignment_chart(page, label)
     expect(chart).to_have_count(1, timeout=60_000)
-    expect(chart.locator("svg")).to_be_visible()
+    expect(chart.locator("canvas")).to_be_visible()
     wait_for_app(page)
     assert_no_exception(page)
     return translation_line(page, label)

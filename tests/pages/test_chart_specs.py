@@ -50,6 +50,16 @@ def test_the_training_curves_chart_is_valid_vega_lite():
     validate_jsonschema(figure.to_dict(validate=False), load_schema())
 
 
+def _sent(at) -> list[tuple[str, list[bytes]]]:
+    """Each chart's spec and the tables sent beside it."""
+    return [(chart.proto.spec, [d.data.data for d in chart.proto.datasets]) for chart in _charts(at._tree)]
+
+
+def _same_charts_new_tables(before, after) -> None:
+    assert [spec for spec, _ in after] == [spec for spec, _ in before]
+    assert any(new != old for (_, new), (_, old) in zip(after, before, strict=True)), "no table changed"
+
+
 @pytest.mark.parametrize("script", ["app_pages/attention.py", "app_pages/lstm_gates.py", "app_pages/transformer.py",
                                     "app_pages/order.py", "app_pages/vanishing_gradients.py"])
 def test_a_new_sentence_sends_new_tables_and_the_same_charts(open_page, script):
@@ -57,11 +67,25 @@ def test_a_new_sentence_sends_new_tables_and_the_same_charts(open_page, script):
     a new one. So a new sentence (of a similar length) must change tables, never a spec."""
     from conftest import set_sentence
 
-    def sent(at) -> list[tuple[str, list[bytes]]]:
-        return [(chart.proto.spec, [d.data.data for d in chart.proto.datasets]) for chart in _charts(at._tree)]
-
     at = open_page(script, s="where is my parcel ?")
-    before = sent(at)
-    after = sent(set_sentence(at, "my red phone never arrived ."))
-    assert [spec for spec, _ in after] == [spec for spec, _ in before]
-    assert any(new != old for (_, new), (_, old) in zip(after, before, strict=True)), "no table changed"
+    before = _sent(at)
+    _same_charts_new_tables(before, _sent(set_sentence(at, "my red phone never arrived .")))
+
+
+@pytest.mark.parametrize(("script", "kind", "key", "value"), [
+    ("app_pages/rnn_memory.py", "slider", "w", 0.9),
+    ("app_pages/vanishing_gradients.py", "select_slider", "T", 50),
+    ("app_pages/vanishing_gradients.py", "select_slider", "scale", 2.0),
+    ("app_pages/vanishing_gradients.py", "select_slider", "steps", 100),
+    ("app_pages/lstm_gates.py", "slider", "units", 8),
+])
+def test_moving_a_widget_sends_new_tables_and_the_same_charts(open_page, script, kind, key, value):
+    """A widget reruns its part of the page only (AppTest's tree then holds that part's charts)."""
+    at = open_page(script, s="where is my parcel ?")
+    before = _sent(at)
+    getattr(at, kind)(key=key).set_value(value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    after = _sent(at)
+    assert after, "the part drew no chart"
+    assert {spec for spec, _ in after} <= {spec for spec, _ in before}
+    assert any(tables not in [old for _, old in before] for _, tables in after), "no table changed"

@@ -21,7 +21,7 @@ def test_memory_chart_holds_every_step():
     run = tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(6))
     data = charts.tiny_rnn_data(run)
     assert list(data["step"]) == [1, 2, 3, 4, 5, 6]
-    spec = _spec(charts.memory_chart(run))
+    spec = _spec(charts.memory_chart())
     assert "tooltip" in json.dumps(spec)
 
 
@@ -29,7 +29,7 @@ def test_gradient_chart_drops_only_zeros_from_the_log_axis():
     run = tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(8), w=0.0)  # every factor is exactly 0
     data = charts.gradient_data(run)
     assert not data["drawn"].any()
-    charts.gradient_chart(run).to_json()  # still a valid chart (the reference point)
+    charts.gradient_chart().to_json()  # still a valid chart (the reference point)
     run = tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(8), w=0.5)
     assert charts.gradient_data(run)["drawn"].all()
 
@@ -108,7 +108,8 @@ def test_templates_keep_the_table_order_and_fixed_charts_keep_their_data():
     spec = _spec(charts.alignment_chart(title="t"))
     rect = spec["layer"][0]["encoding"]
     assert rect["x"]["sort"] is None and rect["y"]["sort"] is None
-    assert not charts.draws_table(_spec(charts.memory_chart(tiny_rnn.run_tiny_rnn(tiny_rnn.impulse(6)))))
+    worked = ex.worked_attention(ex.CHAPTER_QUERY, ex.CHAPTER_KEYS, ex.CHAPTER_WORDS)
+    assert not charts.draws_table(_spec(charts.attention_weights_chart(worked)))
 
 
 def test_jacobian_chart_draws_trained_solid_and_untrained_dashed():
@@ -116,7 +117,8 @@ def test_jacobian_chart_draws_trained_solid_and_untrained_dashed():
 
     curve = JacobianCurve("rnn", np.arange(1, 4), np.array([0.5, 0.25, 0.125]), eta=0.9)
     curves = {("rnn", "untrained"): curve, ("rnn", "trained"): curve}
-    spec = json.loads(charts.jacobian_chart(curves, {"rnn": "rnn"}).to_json())
+    assert set(charts.jacobian_data(curves)["state"]) == {"trained", "untrained"}
+    spec = json.loads(charts.jacobian_chart({"rnn": "rnn"}).to_json())
     dash = next(layer["encoding"]["strokeDash"] for layer in spec["layer"] if "strokeDash" in layer["encoding"])
-    assert dash["scale"]["domain"] == ["trained", "untrained"]
-    assert dash["scale"]["range"][0] == [1, 0]  # solid
+    assert dash["sort"] == "ascending"  # trained, untrained, with W_h × s
+    assert dash["scale"]["range"][:2] == [[1, 0], [6, 4]]  # solid, dashed
