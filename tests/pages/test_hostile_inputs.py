@@ -340,7 +340,7 @@ def test_rnn_memory_typed_inputs():
             continue
         if charts(at) != 2:
             failures.append(f"{name}: {charts(at)} charts, not 2")
-        if list(at.dataframe[0].value.columns) != [str(t) for t in range(1, 7)]:
+        if list(at.table[0].value.columns) != [str(t) for t in range(1, 7)]:
             failures.append(f"{name}: the table lost its 6 steps")
         if len(at.text_input(key="x").value) > TINY_RNN_MAX_INPUT_CHARS:
             failures.append(f"{name}: the field holds more than {TINY_RNN_MAX_INPUT_CHARS} characters")

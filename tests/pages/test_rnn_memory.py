@@ -4,7 +4,7 @@ PAGE = "app_pages/rnn_memory.py"
 
 
 def hidden_row(at) -> list[str]:
-    table = at.dataframe[0].value
+    table = at.table[0].value
     return [f"{v:.3f}" for v in table.loc["memory hₜ"]]
 
 
@@ -41,7 +41,7 @@ def test_bad_inputs_warn_and_keep_working(open_page):
     for typed in ["one two", "1e999", "", "1 " * 100, "<b>1</b>"]:
         at.text_input(key="x").set_value(typed).run()
         assert not at.exception
-        assert len(at.dataframe) == 1
+        assert len(at.table) == 1
     assert at.warning  # the last one was not numbers
 
 
