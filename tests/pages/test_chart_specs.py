@@ -89,3 +89,16 @@ def test_moving_a_widget_sends_new_tables_and_the_same_charts(open_page, script,
     assert after, "the part drew no chart"
     assert {spec for spec, _ in after} <= {spec for spec, _ in before}
     assert any(tables not in [old for _, old in before] for _, tables in after), "no table changed"
+
+
+def test_a_templates_picture_holds_its_table():
+    """The PNG and SVG downloads render the template with its table inline (the browser gets the table apart)."""
+    import numpy as np
+
+    from seqviz import charts, ui
+
+    data = charts.alignment_data(["where", "is", "it"], ["où", "est"], np.full((2, 3), 1 / 3))
+    svg = ui._lazy_image(charts.alignment_chart(title="mine"), data, "svg")().decode()
+    assert svg.lstrip().startswith("<svg")
+    assert "01 where" in svg and "02 est" in svg and "0.33" in svg
+    assert ui._lazy_image(charts.alignment_chart(), data, "png")().startswith(b"\x89PNG")
