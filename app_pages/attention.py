@@ -55,8 +55,7 @@ def worked_example() -> None:
     with results:
         st.markdown("**① Score** each word with a dot product, **② softmax** the scores into weights, "
                     "**③ mix** the word vectors by those weights.")
-        st.dataframe(table.style.format({c: ex.number for c in table.columns if c != "word"}), hide_index=True,
-                     width="stretch")
+        ui.table(table, ex.number, text_columns=("word",))
         total = worked.exp_scores.sum()
         st.markdown(
             f"② The e^score column adds to **{ex.number(total)}**; dividing each by it gives the weights "
@@ -75,8 +74,7 @@ def worked_example() -> None:
     st.subheader("Self-test: what if the query were (0, 1)?")
     turned = ex.worked_attention(ex.SELF_TEST_QUERY, keys, words)
     with st.expander("Answer, computed with the word vectors above"):
-        st.dataframe(charts.attention_steps_data(turned).style.format(
-            {c: ex.number for c in table.columns if c != "word"}), hide_index=True, width="stretch")
+        ui.table(charts.attention_steps_data(turned), ex.number, text_columns=("word",))
         st.markdown(ui.escape_markdown(ex.describe_change(worked, turned)))
 
 

@@ -45,8 +45,7 @@ def tiny_rnn_lab() -> None:
     st.subheader("1. The memory, step by step")
     table = pd.DataFrame([run.inputs, run.hidden], index=["input xₜ", "memory hₜ"],
                          columns=[str(t) for t in range(1, run.steps + 1)])
-    # A static table: the interactive grid refreshes its hidden copy for screen readers 0.2 s after each move.
-    st.table(table.style.format("{:.3f}"))
+    ui.table(table, "{:.3f}", hide_index=False)
     ui.chart(ui.figure(charts.memory_chart), charts.tiny_rnn_data(run), "rnn-memory")
 
     st.subheader("2. The gradient, going back in time")

@@ -54,6 +54,16 @@ def sentence() -> str:
     return value[:MAX_CHARS] if isinstance(value, str) else DEFAULT_SENTENCE
 
 
+def table(data: pd.DataFrame, number_format: str | Callable, text_columns: tuple[str, ...] = (),
+          hide_index: bool = True) -> None:
+    """A small static table. ``st.table`` is plain HTML; the interactive grid of ``st.dataframe`` refreshes a
+    hidden copy for screen readers 0.2 s after every rerun. Its cells are Markdown, so visitor text in
+    ``text_columns`` is escaped."""
+    shown = data.assign(**{column: data[column].map(escape_markdown) for column in text_columns})
+    numbers = {column: number_format for column in data.columns if column not in text_columns}
+    st.table(shown.style.format(numbers), hide_index=hide_index)
+
+
 def show_sentence(label: str = "Sentence") -> None:
     """Echo the sentence as plain text (never Markdown)."""
     st.caption(label)

@@ -4,7 +4,7 @@ PAGE = "app_pages/attention.py"
 
 
 def weights(at, table: int = 0) -> list[str]:
-    return [f"{w:.3f}" for w in at.dataframe[table].value["weight α"]]
+    return [f"{w:.3f}" for w in at.table[table].value["weight α"]]
 
 
 def test_defaults_are_the_chapter_numbers(open_page):
@@ -30,7 +30,7 @@ def test_every_vector_and_word_is_editable(open_page):
     assert "(0.420, 0.720)" in all_text(at)
     at.number_input(key="k3a").set_value(2.0).run()
     at.text_input(key="w3").set_value("charger").run()
-    assert list(at.dataframe[0].value["word"]) == ["parcel", "never", "charger"]
+    assert list(at.table[0].value["word"]) == ["parcel", "never", "charger"]
 
 
 def test_odd_words_and_duplicates(open_page):
@@ -39,7 +39,8 @@ def test_odd_words_and_duplicates(open_page):
     at.text_input(key="w2").set_value("   ").run()
     at.text_input(key="w3").set_value("**[x](y)**").run()
     assert not at.exception
-    assert list(at.dataframe[0].value["word"]) == ["never", "word 2", "**[x](y)**"]
+    # The table's cells are Markdown: the typed word is escaped, so it prints as itself.
+    assert list(at.table[0].value["word"]) == ["never", "word 2", r"\*\*\[x\]\(y\)\*\*"]
 
 
 def test_sentence_from_url_and_typed(open_page):

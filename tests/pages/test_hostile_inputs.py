@@ -26,7 +26,7 @@ from streamlit.testing.v1 import AppTest, local_script_runner
 from seqviz.limits import MAX_CHARS, MAX_WORD_CHARS, TINY_RNN_MAX_INPUT_CHARS
 from seqviz.story import PAGES
 from seqviz.text import prepare
-from seqviz.ui import DEFAULT_SENTENCE, SENTENCE_KEY
+from seqviz.ui import DEFAULT_SENTENCE, SENTENCE_KEY, escape_markdown
 
 SCRIPTS = [page.script for page in PAGES]
 
@@ -132,6 +132,8 @@ def markdown_strings(at: AppTest) -> list[str]:
                 found.append(value)
         if getattr(node, "type", None) == "radio":
             found += [str(o) for o in node.options]
+        if getattr(node, "type", None) == "table":  # st.table's cells are Markdown too
+            found += [cell for cell in node.value.to_numpy().ravel() if isinstance(cell, str)]
     return found
 
 
@@ -383,8 +385,8 @@ def test_attention_word_fields():
             continue
         if charts(at) != drawn:
             failures.append(f"{name} in w{j}: {charts(at)} charts, not {drawn}")
-        word = list(at.dataframe[0].value["word"])[j - 1]
-        expected = typed[:MAX_WORD_CHARS].strip() or f"word {j}"
+        word = list(at.table[0].value["word"])[j - 1]
+        expected = escape_markdown(typed[:MAX_WORD_CHARS].strip() or f"word {j}")  # a Markdown cell
         if word != expected:
             failures.append(f"{name} in w{j}: the table names it {word!r:.60}, not {expected!r:.60}")
         failures += [f"{name} in w{j}: {p}" for p in escape_problems(at, Hostile(name, typed, markers))]
