@@ -10,10 +10,10 @@ browser with the command line's. "Speed a class feels" (benchmarks/browser.py) d
 Timings are on this machine, which may be shared and noisy: read them as rough costs (the load average is in the
 report). The report goes to benchmarks/report.md, the same figures to benchmarks/report.json.
 
-    python -m benchmarks                 # everything (about 40 minutes on a busy 2-core machine, half of it the
-                                         # translators against the tutorial's baseline)
-    python -m benchmarks --quick         # fewer repeats everywhere, no app-against-command-line run (about 3 to 5
-                                         # minutes: 4 min at load average 6 to 10)
+    python -m benchmarks                 # everything (15 minutes on a quiet 2-core machine, 40 on a busy one,
+                                         # half of it the translators against the tutorial's baseline)
+    python -m benchmarks --quick         # fewer repeats everywhere, no app-against-command-line run, of the
+                                         # presets only the classifier (under 3 minutes on a quiet machine)
     python -m benchmarks --sections presets,app   # only "Train your own"
     python -m benchmarks --sections typing,widgets,cpu,growth,cold   # only the browser's sections
     python -m benchmarks --sections translators   # our translators against the tutorial's (benchmarks/translators.py)
@@ -102,9 +102,9 @@ def main() -> None:
                         help=f"what to measure, comma-separated: {', '.join(SECTIONS + OPTIONAL)} (default: all)")
     parser.add_argument("--app-steps", type=int, default=300, help="steps of the app-against-command-line run")
     parser.add_argument("--quick", action="store_true",
-                        help="the short version (about 3 to 5 minutes): no app-against-command-line "
-                             "run, no translator preset, one warm rerun, 10 training steps, fewer sentences, moves "
-                             "and sessions in the browser")
+                        help="the short version (under 3 minutes on a quiet machine): no app-against-command-line "
+                             "run, of the presets only the email classifier, one warm rerun, 10 training steps, "
+                             "fewer sentences, moves and sessions in the browser, the translators' short form")
     args = parser.parse_args()
     sections = [name.strip() for name in args.sections.split(",") if name.strip()]
     unknown = set(sections) - set(SECTIONS + OPTIONAL)
@@ -149,8 +149,8 @@ def main() -> None:
 
         if "presets" in sections:
             names = (training.TRANSLATOR, training.CLASSIFIER, training.GRU, training.RNN)
-            if args.quick:
-                names = names[1:]
+            if args.quick:  # the classifier alone: the memory pair takes half a minute (the full run has it)
+                names = (training.CLASSIFIER,)
             figures["presets"] = training.presets(names)
             _progress(training.markdown({"presets": figures["presets"]}))
         if "app" in sections:
