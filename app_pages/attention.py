@@ -131,9 +131,8 @@ if tokens:
     st.subheader("Alignments: where each French word looked")
     for label, trace in traces.items():
         if trace.out_tokens:
-            cells = len(trace.src_tokens) * len(trace.out_tokens)
             ui.chart(ui.figure(charts.alignment_chart, title=f"{label}: output word (row) × source word (column)",
-                               annotate=cells <= charts.ANNOTATED_CELLS),
+                               annotate=charts.alignment_annotated(trace.src_tokens, trace.out_tokens)),
                      charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
                      f"attention-alignment-{ui.slug(label)}")
     st.caption("Each row adds to 1 (for a transformer: its last layer's cross-attention, averaged over heads). "

@@ -32,9 +32,8 @@ def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
     if snapshot.kind == "translation":
         st.markdown("It writes: " + ui.escape_markdown(snapshot.summary))
         if trace.alignment is not None and trace.out_tokens:
-            cells = len(trace.src_tokens) * len(trace.out_tokens)
             ui.chart(ui.figure(charts.alignment_chart, title="Where each French word looked",
-                               annotate=cells <= charts.ANNOTATED_CELLS),
+                               annotate=charts.alignment_annotated(trace.src_tokens, trace.out_tokens)),
                      charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
                      f"train-alignment-{run_id}")
     elif snapshot.kind == "gates":

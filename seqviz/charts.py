@@ -306,6 +306,11 @@ def alignment_data(src_tokens: list[str], out_tokens: list[str], alignment: np.n
 ANNOTATED_CELLS = 400
 
 
+def alignment_annotated(src_tokens: list[str], out_tokens: list[str]) -> bool:
+    """Whether an alignment of these words has room for its numbers in its cells."""
+    return len(src_tokens) * len(out_tokens) <= ANNOTATED_CELLS
+
+
 def alignment_chart(title: str = "", annotate: bool = True) -> alt.LayerChart:
     """Output words (rows) against source words (columns): where the decoder looked for each word it wrote
     (a template of ``alignment_data``)."""

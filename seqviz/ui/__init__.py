@@ -169,7 +169,7 @@ def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
     browser keeps the chart it has and swaps in the new table, rather than compiling a new chart.
     """
     spec = _spec_of(figure)
-    table = data if _draws_table(figure) else None
+    table = data if charts.draws_table(spec) else None
     if table is not None:
         spec = {**spec, "datasets": {charts.TABLE: table}}
     # Compound charts (concat, facet) keep the widths they were drawn with; single charts fill the column.
@@ -199,13 +199,7 @@ def _spec_of(figure: alt.TopLevelMixin) -> dict:
     if spec is None:
         spec = _convert_altair_to_vega_lite_spec(_unchecked(figure))
         object.__setattr__(figure, "_streamlit_spec", spec)
-        object.__setattr__(figure, "_draws_table", charts.draws_table(spec))
     return spec
-
-
-def _draws_table(figure: alt.TopLevelMixin) -> bool:
-    _spec_of(figure)
-    return vars(figure)["_draws_table"]
 
 
 def _unchecked(figure: alt.TopLevelMixin) -> alt.TopLevelMixin:
