@@ -291,3 +291,86 @@ def test_smoke_says_when_nothing_answers():
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "_stcore/health did not answer" in done.stderr
+
+
+# --- No outbound call: the start command in a network namespace with only loopback ----------------------
+
+# Loaded by every Python of the server (PYTHONPATH): logs each name lookup, connection and bound address the
+# process asks for, with its address, through Python's audit hooks (sys.addaudithook).
+NET_AUDIT = '''
+import os, sys
+
+_log = os.environ.get("SEQVIZ_NET_LOG")
+_EVENTS = {"socket.bind": 1, "socket.connect": 1, "socket.sendto": 1, "socket.getaddrinfo": 0,
+           "socket.gethostbyname": 0, "socket.gethostbyname_ex": 0, "socket.gethostbyaddr": 0}
+
+def _audit(event, args):
+    if _log and event in _EVENTS:
+        address = args[_EVENTS[event]]
+        host = address[0] if isinstance(address, tuple) else address
+        with open(_log, "a", encoding="utf-8") as out:
+            out.write(f"{event} {host!r}\\n")
+
+sys.addaudithook(_audit)
+'''
+LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "::", None, b"127.0.0.1", b"localhost"}
+
+
+def _outbound(log: Path) -> list[str]:
+    """The logged lookups and connections whose address is neither loopback nor a local (unix) socket."""
+    import ast
+
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    out = []
+    for line in lines:
+        _, _, raw = line.partition(" ")
+        host = ast.literal_eval(raw)
+        unix_socket = isinstance(host, str | bytes) and (host[:1] in ("/", b"/") or host[:1] in ("\0", b"\0"))
+        if host not in LOOPBACK and not unix_socket:
+            out.append(line)
+    return out
+
+
+def _in_namespace(pid: int, command: list[str]) -> list[str]:
+    return ["nsenter", "--target", str(pid), "--net", *command]
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(200)
+def test_start_makes_no_outbound_call(image_files, tmp_path):
+    """`scripts/serve` (0.0.0.0, headless: the container's start) in a network namespace that has only
+    loopback, every lookup and connection of its Python logged: it serves, two pages pass the smoke check from
+    inside that namespace, and not one lookup or connection went anywhere but loopback. (Without
+    browser.serverAddress in .streamlit/config.toml, Streamlit asks checkip.amazonaws.com at every start.)"""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nsenter"):
+        pytest.fail("this test needs root, unshare and nsenter (util-linux) for a network namespace")
+    (tmp_path / "sitecustomize.py").write_text(NET_AUDIT, encoding="utf-8")
+    net_log = tmp_path / "net.log"
+    port = _free_port()
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log_path = LOGS / "hosting-offline-streamlit.log"
+    env = {**os.environ, "PORT": str(port), "SEQVIZ_BASE_PATH": "", "PATH": _venv_path(), "PYTHONUNBUFFERED": "1",
+           "PYTHONPATH": str(tmp_path), "SEQVIZ_NET_LOG": str(net_log)}
+    url = f"http://127.0.0.1:{port}"
+    wait = ("import sys, time, urllib.request\nfor _ in range(180):\n    try:\n"
+            f"        urllib.request.urlopen('{url}/_stcore/health', timeout=2); sys.exit(0)\n"
+            "    except OSError:\n        time.sleep(0.5)\nsys.exit(1)")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(["unshare", "--net", "sh", "-c", "ip link set lo up && exec scripts/serve"],
+                                  cwd=image_files, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            healthy = subprocess.run(_in_namespace(server.pid, [sys.executable, "-c", wait]), timeout=100,
+                                     env={**os.environ, "PYTHONPATH": ""})
+            assert healthy.returncode == 0 and server.poll() is None, f"never healthy; see {log_path}"
+            outside = subprocess.run([sys.executable, "-c", f"import urllib.request; urllib.request.urlopen("
+                                      f"'{url}/_stcore/health', timeout=2)"], capture_output=True, timeout=30)
+            assert outside.returncode != 0, "the server is reachable from outside its namespace: not isolated"
+            smoke = _run_smoke(_in_namespace(server.pid, [str(ROOT / "scripts" / "smoke"), url, "--timeout", "60",
+                                                          "--pages", "/,attention"]), "smoke-offline.txt")
+        finally:
+            _stop(server)
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    assert "2/2 pages OK" in smoke.stdout
+    logged = net_log.read_text(encoding="utf-8") if net_log.exists() else ""
+    assert "socket.bind '0.0.0.0'" in logged, f"the audit hook did not see the server bind its port: {logged!r}"
+    assert _outbound(net_log) == [], f"outbound lookups or connections at start and while serving: {_outbound(net_log)}"
