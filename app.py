@@ -13,6 +13,7 @@ pages = [st.Page(HOME.script, title=HOME.title, icon=HOME.icon, default=True)] +
     st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path) for p in STORY
 ]
 page = st.navigation(pages)
+ui.page_style()
 
 st.sidebar.title("seqviz")
 ui.sentence_input()

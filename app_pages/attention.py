@@ -96,7 +96,7 @@ def one_step(stepwise: dict, families: dict) -> None:
     st.subheader("One step, read like the worked example")
     label = next(iter(stepwise))
     if len(stepwise) > 1:
-        label = st.radio("Translator", list(stepwise), horizontal=True, key="stepmodel",
+        label = st.radio("Translator", list(stepwise), horizontal=True, key="stepmodel", bind="query-params",
                          on_change=ui.rerun_part(STEP))
     trace = stepwise[label]
     words = charts.position_labels(trace.out_tokens)
@@ -119,8 +119,7 @@ models.download_buttons(picked, "attention")
 tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.") \
     if picked else None
 if tokens:
-    for ref in picked:
-        models.unknown_note(ref, tokens)
+    models.unknown_notes(picked, tokens)
     traces = {ref.label: models.translation(ref, tokens) for ref in picked}
     families = models.families(picked)
     st.markdown("  \n".join(f"**{ui.escape_markdown(label)}** writes: "

@@ -27,8 +27,7 @@ if not picked:
 st.subheader("1. Your sentence, translated")
 tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.")
 if tokens:
-    for ref in picked:
-        models.unknown_note(ref, tokens)
+    models.unknown_notes(picked, tokens)
     reference = reference_translation(tokens)
     if reference is None:
         st.caption("This sentence is not in the grammar the translators learned, so there is no reference "
@@ -55,15 +54,15 @@ measured = models.measured(picked)
 
 
 @ui.part("by-length")
-def by_length(measured: dict, families: dict) -> None:
+def by_length(measured: dict, colours: dict) -> None:
     """Switching the measure redraws only this chart."""
     metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric",
                       bind="query-params", on_change=ui.rerun_part("by-length"))
-    ui.chart(ui.figure(charts.translation_by_length_chart, measured, families, metric),
-             charts.translation_by_length_data(measured, families), "encoder-decoder-length")
+    ui.chart(ui.figure(charts.translation_by_length_chart, measured, colours, metric),
+             charts.translation_by_length_data(measured, colours), "encoder-decoder-length")
 
 
-by_length(measured, models.families(picked))
+by_length(measured, models.colours(picked))
 plain, additive = models.shipped_meta("plain"), models.shipped_meta("additive")
 if plain is not None and additive is not None:
     st.markdown(

@@ -35,7 +35,7 @@ if not tokens:
     ui.share_box("lstm-gates")
     st.stop()
 
-models.unknown_note(ref, tokens)
+models.unknown_notes([ref], tokens)
 trace = models.gates(ref, tokens)
 hidden = trace.forget_gate.shape[1]
 

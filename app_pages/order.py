@@ -59,8 +59,7 @@ st.subheader("3. Your sentence")
 tokens = ui.sentence_tokens("Type a sentence in the sidebar to see how each model routes it.")
 if tokens:
     mine = {ref.label: models.classify(ref, tokens) for ref in picked}
-    for ref in picked:
-        models.unknown_note(ref, tokens)
+    models.unknown_notes(picked, tokens)
     ui.chart(ui.figure(charts.probabilities_chart, tuple(mine), title="The sidebar sentence"),
              charts.probabilities_data(mine), "order-sentence")
     votes = ", ".join(f"{m}: {t.predicted}" for m, t in mine.items())
@@ -68,8 +67,8 @@ if tokens:
 
 st.subheader("4. Measured on held-out emails")
 measured = models.measured(picked)
-ui.chart(ui.figure(charts.twins_chart, measured, models.families(picked)),
-         charts.twins_data(measured, models.families(picked)), "order-twins")
+ui.chart(ui.figure(charts.twins_chart, measured, models.colours(picked)),
+         charts.twins_data(measured, models.colours(picked)), "order-twins")
 bow = models.shipped_meta("bow")
 if bow is not None:
     bow = bow["metrics"]

@@ -47,9 +47,9 @@ def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
         ui.chart(ui.figure(charts.probabilities_chart, (label,), title="The sidebar sentence"),
                  charts.probabilities_data({label: trace}), f"train-probabilities-{run_id}")
     elif snapshot.kind == "memory":
-        metadata, families = {label: {"metrics": trace}}, {label: family}
-        ui.chart(ui.figure(charts.memory_accuracy_chart, families, trace["chance"]),
-                 charts.memory_data(metadata, families), f"train-memory-{run_id}")
+        metadata, colours = {label: {"metrics": trace}}, {label: charts.model_colour(family)}
+        ui.chart(ui.figure(charts.memory_accuracy_chart, colours, trace["chance"]),
+                 charts.memory_data(metadata, colours), f"train-memory-{run_id}")
 
 
 def draw_run(run) -> None:

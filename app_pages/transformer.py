@@ -44,7 +44,7 @@ tokens = ui.sentence_tokens()
 encoder = models.pick("self-attention", "transformer", label="Transformer classifier")
 models.download_buttons(encoder, "transformer-classifier")
 if tokens and encoder:
-    models.unknown_note(encoder[0], tokens)
+    models.unknown_notes([encoder[0]], tokens)
     trace = models.self_attention(encoder[0], tokens)
     ui.chart(ui.figure(charts.attention_heads_chart, charts.heads_cell_px(len(trace.tokens))),
              charts.attention_heads_data(trace.tokens, trace.weights), "transformer-self-attention")
@@ -55,7 +55,7 @@ st.subheader("3. Cross-attention of a trained transformer translator")
 translator = models.pick("cross-attention", "transformer-translator", label="Transformer translator")
 models.download_buttons(translator, "transformer-translator")
 if tokens and translator:
-    models.unknown_note(translator[0], tokens)
+    models.unknown_notes([translator[0]], tokens)
     translated = models.translation(translator[0], tokens)
     st.markdown("It writes: " + ui.escape_markdown(" ".join(translated.out_tokens) or "(nothing)"))
     models.runaway_note(translated, tokens)

@@ -23,10 +23,9 @@ saliency_models = models.pick("saliency", CLASSIFIERS, multi=True, label="Email 
 models.download_buttons(saliency_models, "saliency")
 tokens = ui.sentence_tokens()
 if tokens and saliency_models:
-    for ref in saliency_models:
-        models.unknown_note(ref, tokens)
+    models.unknown_notes(saliency_models, tokens)
     found = {ref.label: models.saliency(ref, tokens) for ref in saliency_models}
-    ui.chart(ui.figure(charts.saliency_chart, models.families(saliency_models)), charts.saliency_data(found),
+    ui.chart(ui.figure(charts.saliency_chart, models.colours(saliency_models)), charts.saliency_data(found),
              "gradients-saliency")
     spans = "; ".join(f"{name}: {s.norms[0] / s.norms[-1]:.2g}×" for name, s in found.items() if s.norms[-1] > 0)
     st.markdown(
@@ -63,7 +62,7 @@ def jacobians(recurrent) -> None:
             curves[(ref.label, scaled_state)] = models.jacobian(ref, True, length, scale)
     far = min(20, length - 1)
     if curves:
-        ui.chart(ui.figure(charts.jacobian_chart, models.families(recurrent)),
+        ui.chart(ui.figure(charts.jacobian_chart, models.colours(recurrent)),
                  charts.jacobian_data(curves), "gradients-jacobian")
         text = (f"Averaged over 3 random word sequences of {length} words (geometric mean of the spectral norm). "
                 "The grey dotted line is Pascanu et al.'s (2013) bound for a plain RNN, ‖∂h_T/∂h_k‖ ≤ η^(T−k) with "
@@ -74,7 +73,7 @@ def jacobians(recurrent) -> None:
                      f"measured norm is **{rnn.norm[far - 1]:.1e}**")
             if rnn.eta > 1:
                 text += (" — with η above 1 the bound allows growth, yet the measurement vanishes: tanh's slopes "
-                         "1 − h² pull every factor down. (The bound is cut off where it leaves the chart.)")
+                         "1 − h² pull every factor down (the bound is cut off where it leaves the chart)")
         text += "."
         lstm = next((ref for ref in recurrent if ref.family == "lstm"), None)
         if lstm is not None:
@@ -133,8 +132,8 @@ def learning_to_remember(memory, shipped_memory, steps) -> None:
         metadata[ref.label] = (models.shipped_meta(ref.name) if ref.shipped else {"metrics": models.held_out(ref)})
     if memory:
         chance = next(iter(metadata.values()))["metrics"]["chance"]
-        ui.chart(ui.figure(charts.memory_accuracy_chart, models.families(memory), chance),
-                 charts.memory_data(metadata, models.families(memory), step), "gradients-memory")
+        ui.chart(ui.figure(charts.memory_accuracy_chart, models.colours(memory), chance),
+                 charts.memory_data(metadata, models.colours(memory), step), "gradients-memory")
     if any(not ref.shipped for ref in memory):
         st.caption("Your own models are drawn as they are now (measured here on the same held-out sequences), "
                    "not as they were during training.")

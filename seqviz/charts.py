@@ -26,23 +26,29 @@ from seqviz.analysis.tiny_rnn import CHAPTER_PRODUCT, CHAPTER_STEPS_BACK, TinyRN
 BLUE, ORANGE, GREEN, VERMILLION, PURPLE, GREY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#777777"
 
 SKY, YELLOW, BLACK = "#56B4E9", "#F0E442", "#000000"
+# Numbers written beside bars: a mid grey that reads on the light and the dark theme alike (contrast about
+# 4.3:1 on white and on the dark background). Streamlit themes a chart's axes and legends, not its text marks,
+# whose default is black.
+LABEL_GREY = "#7A7A7A"
 
-# A model's colour follows its family, the same on every chart; a second model of a family on the same chart
-# (a visitor's own, say) takes the next free colour of EXTRA_COLOURS, so no two lines share one.
+# A shipped model's colour is its family's (one shipped model per family and task); a visitor's own model takes
+# YOUR_COLOURS by its place in the session's list, so it keeps one colour on every chart of every page. None of
+# them is the family colours, and all read on the light and the dark theme.
 FAMILY_COLOURS = {"bow": GREY, "rnn": VERMILLION, "gru": GREEN, "lstm": BLUE, "transformer": PURPLE,
                   "plain": VERMILLION, "additive": BLUE, "dot": GREEN, "transformer-seq2seq": PURPLE}
-EXTRA_COLOURS = (ORANGE, SKY, BLACK, YELLOW, PURPLE, GREEN, BLUE, VERMILLION)
+YOUR_COLOURS = (ORANGE, SKY, "#CC6677", "#999933", "#DDCC77", "#44AA99")
 
 
-def model_colours(families: dict[str, str]) -> alt.Scale:
-    """A colour scale for {model label: family}, in the order given."""
-    used: list[str] = []
-    for family in families.values():
-        colour = FAMILY_COLOURS.get(family)
-        if colour is None or colour in used:
-            colour = next((c for c in EXTRA_COLOURS if c not in used), GREY)
-        used.append(colour)
-    return alt.Scale(domain=list(families), range=used)
+def model_colour(family: str, yours: int | None = None) -> str:
+    """A shipped model's colour (its family's), or the colour of the visitor's ``yours``-th model."""
+    if yours is not None:
+        return YOUR_COLOURS[yours % len(YOUR_COLOURS)]
+    return FAMILY_COLOURS.get(family, GREY)
+
+
+def model_colours(colours: dict[str, str]) -> alt.Scale:
+    """A colour scale for {model label: colour} (see model_colour), in the order given."""
+    return alt.Scale(domain=list(colours), range=list(colours.values()))
 
 
 # Room for a model's name on an axis or in a legend: a visitor's run is named up to 48 characters + " (yours)".
@@ -184,7 +190,7 @@ def attention_weights_chart(worked: WorkedAttention) -> alt.LayerChart:
                  alt.Tooltip("e^score:Q", format=".3f"), alt.Tooltip("weight α:Q", format=".3f")],
     )
     bars = base.mark_bar(color=BLUE)
-    text = base.mark_text(align="left", dx=4).encode(text=alt.Text("weight α:Q", format=".3f"))
+    text = base.mark_text(align="left", dx=4, color=LABEL_GREY).encode(text=alt.Text("weight α:Q", format=".3f"))
     return alt.layer(bars, text, data=data).properties(height=40 * len(data) + 30,
                                                        title="Weights after softmax (they add to 1)")
 
@@ -214,7 +220,7 @@ def context_mix_chart(worked: WorkedAttention) -> alt.LayerChart:
     parts = ["key vector", "α × key, added", "query q"]
     colour = alt.Color("part:N", scale=alt.Scale(domain=[*parts, "context"],
                                                  range=[GREY, BLUE, GREEN, VERMILLION]),
-                       legend=alt.Legend(orient="bottom", title=None))
+                       legend=alt.Legend(orient="bottom", title=None, columns=2))
     tooltip = [alt.Tooltip("part:N"), alt.Tooltip("word:N"), alt.Tooltip("x2:Q", title="to x", format=".3f"),
                alt.Tooltip("y2:Q", title="to y", format=".3f"), alt.Tooltip("weight:Q", format=".3f")]
     lo = float(min(0.0, data[["x", "x2"]].min().min(), data[["y", "y2"]].min().min())) - 0.15
@@ -236,14 +242,15 @@ def context_mix_chart(worked: WorkedAttention) -> alt.LayerChart:
         align="left", dx=7, dy=14, fontSize=13, fontStyle="italic").encode(
         x=alt.X("x2:Q", scale=scale), y=alt.Y("y2:Q", scale=scale), text="word:N", color=colour)
     ctx = pd.DataFrame({"part": ["context"], "x": [worked.context[0]], "y": [worked.context[1]],
-                        "label": [f"context ({worked.context[0]:.3f}, {worked.context[1]:.3f})"]})
+                        "label": [f"context\n({worked.context[0]:.3f}, {worked.context[1]:.3f})"]})
     ctx_base = alt.Chart().encode(x=alt.X("x:Q", scale=scale), y=alt.Y("y:Q", scale=scale),
                                      tooltip=[alt.Tooltip("label:N", title="context")])
     ctx_marks = alt.layer(ctx_base.mark_point(shape="diamond", size=160, filled=True, color=VERMILLION),
-                          ctx_base.mark_text(align="left", dx=9, dy=12, color=VERMILLION, fontSize=13).encode(
+                          ctx_base.mark_text(align="left", dx=9, dy=12, color=VERMILLION, fontSize=13,
+                                             lineBreak="\n").encode(
                               text="label:N"), data=ctx)
     return alt.layer(segments, tips, key_labels, query_label, ctx_marks).properties(
-        height=380, title="The context: a weighted mix of the word vectors")
+        height=380, title="The context: a weighted mix of the keys")
 
 
 # --- Heatmaps of traces --------------------------------------------------------------------------
@@ -415,9 +422,9 @@ def attention_heads_data(tokens: list[str], weights: np.ndarray, queries: list[s
 
 
 def heads_cell_px(words: int) -> int:
-    """Px per word in the heads' heatmaps: four heads side by side must fit the page's column (about 1000 px
-    with labels and legend)."""
-    return max(3, min(12, 190 // max(words, 1)))
+    """Px per word in the heads' heatmaps: four heads side by side fit the page's column (about 1000 px with
+    labels and legend) up to 15 words; longer sentences keep 9 px, room for the 9 px labels, and scroll."""
+    return max(9, min(12, 190 // max(words, 1)))
 
 
 def attention_heads_chart(cell: int = 12, row_title: str = "word attending",
@@ -493,13 +500,13 @@ def saliency_data(saliencies: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def saliency_chart(families: dict[str, str]) -> alt.LayerChart:
+def saliency_chart(colours: dict[str, str]) -> alt.LayerChart:
     """Gradient size against steps back from the last word, a line per model (a template of ``saliency_data``;
-    ``families``: {model label: family}, for the colours). A zero gradient has no place on the log axis."""
+    ``colours``: {model label: colour}, see model_colour). A zero gradient has no place on the log axis."""
     base = alt.Chart().encode(
         x=alt.X("steps back from the end:Q", title="steps back from the last word", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("gradient size:Q", scale=alt.Scale(type="log"), title="‖∂ score / ∂ xₜ‖ (log scale)"),
-        color=alt.Color("model:N", scale=model_colours(families),
+        color=alt.Color("model:N", scale=model_colours(colours),
                         legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("word:N"), alt.Tooltip("steps back from the end:Q"),
                  alt.Tooltip("gradient size:Q", format=".3e"), alt.Tooltip("predicted:N")],
@@ -526,7 +533,7 @@ def jacobian_data(curves: dict) -> pd.DataFrame:
     return data[~data["bound"] | (data["norm"] <= ceiling)]
 
 
-def jacobian_chart(families: dict[str, str]) -> alt.LayerChart:
+def jacobian_chart(colours: dict[str, str]) -> alt.LayerChart:
     """Measured ‖∂h_T/∂h_k‖ against distance, a line per (model, state), and the bound of each trained plain RNN
     (a template of ``jacobian_data``). States in alphabetical order, "trained", "untrained", then a scaled
     copy ("with W_h × 2"), are drawn solid, dashed and dotted."""
@@ -537,9 +544,9 @@ def jacobian_chart(families: dict[str, str]) -> alt.LayerChart:
                  alt.Tooltip("norm:Q", format=".3e")],
     )
     measured = alt.Chart().mark_line(strokeWidth=2.5).encode(
-        color=alt.Color("model:N", scale=model_colours(families),
+        color=alt.Color("model:N", scale=model_colours(colours),
                         legend=alt.Legend(orient="bottom", title="model", labelLimit=MODEL_LABEL_PX)),
-        strokeDash=alt.StrokeDash("state:N", sort="ascending", scale=alt.Scale(range=[[1, 0], [6, 4], [1, 3]]),
+        strokeDash=alt.StrokeDash("state:N", sort="ascending", scale=alt.Scale(range=[[1, 0], [6, 4], [8, 3, 2, 3]]),
                                   legend=alt.Legend(orient="bottom", title="weights", labelLimit=300, symbolSize=400)),
         **encode).transform_filter(~alt.datum.bound)
     bound = alt.Chart().mark_line(strokeWidth=1.2, color=GREY, strokeDash=[2, 3]).encode(
@@ -570,18 +577,18 @@ def timing_chart(rows) -> alt.Chart:
 # --- Measured results from the zoo's metadata (JSON only, no torch) -------------------------------
 
 
-def twins_data(metadata: dict[str, dict], families: dict[str, str]) -> pd.DataFrame:
+def twins_data(metadata: dict[str, dict], colours: dict[str, str]) -> pd.DataFrame:
     rows = []
-    for name in families:
+    for name in colours:
         metrics = metadata[name]["metrics"]
         rows.append({"model": name, "held-out set": "test emails", "accuracy": metrics["test_accuracy"]})
         rows.append({"model": name, "held-out set": "word-identical twins", "accuracy": metrics["twins_accuracy"]})
     return pd.DataFrame(rows)
 
 
-def twins_chart(metadata: dict[str, dict], families: dict[str, str]) -> alt.Chart:
-    names = list(families)
-    data = twins_data(metadata, families)
+def twins_chart(metadata: dict[str, dict], colours: dict[str, str]) -> alt.Chart:
+    names = list(colours)
+    data = twins_data(metadata, colours)
     base = alt.Chart(data).encode(
         y=alt.Y("model:N", sort=names, title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX)),
         x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="accuracy"),
@@ -591,7 +598,7 @@ def twins_chart(metadata: dict[str, dict], families: dict[str, str]) -> alt.Char
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("held-out set:N"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
     text = base.mark_text(align="left", dx=3, fontSize=11).encode(text=alt.Text("accuracy:Q", format=".1%"),
-                                                                   color=alt.value("#333"))
+                                                                   color=alt.value(LABEL_GREY))
     chance = alt.Chart(pd.DataFrame({"x": [0.5], "label": ["50%: one of each twin pair"]})).mark_rule(
         strokeDash=[4, 4], color=GREY).encode(x="x:Q", tooltip=[alt.Tooltip("label:N", title="")])
     return alt.layer(base.mark_bar(), text, chance).properties(
@@ -610,22 +617,22 @@ def memory_curve(meta: dict, step: int | None = None) -> dict[str, float]:
     raise KeyError(f"no measurement after {step} steps")
 
 
-def memory_data(metadata: dict[str, dict], families: dict[str, str], step: int | None = None) -> pd.DataFrame:
+def memory_data(metadata: dict[str, dict], colours: dict[str, str], step: int | None = None) -> pd.DataFrame:
     rows = []
-    for name in families:
+    for name in colours:
         for distance, accuracy in memory_curve(metadata[name], step).items():
             rows.append({"model": name, "distance": int(distance), "accuracy": accuracy})
     return pd.DataFrame(rows)
 
 
-def memory_accuracy_chart(families: dict[str, str], chance: float) -> alt.LayerChart:
+def memory_accuracy_chart(colours: dict[str, str], chance: float) -> alt.LayerChart:
     """Held-out accuracy against distance, a line per model (a template of ``memory_data``), with chance and
     the chapter's twenty steps marked."""
-    names = list(families)
+    names = list(colours)
     base = alt.Chart().encode(
         x=alt.X("distance:Q", title="distance: words between the first word and the answer"),
         y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="held-out accuracy"),
-        color=alt.Color("model:N", sort=names, scale=model_colours(families),
+        color=alt.Color("model:N", sort=names, scale=model_colours(colours),
                         legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("distance:Q"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
@@ -641,9 +648,9 @@ def memory_accuracy_chart(families: dict[str, str], chance: float) -> alt.LayerC
         height=300, title="Remember the first word: held-out accuracy against distance")
 
 
-def translation_by_length_data(metadata: dict[str, dict], families: dict[str, str]) -> pd.DataFrame:
+def translation_by_length_data(metadata: dict[str, dict], colours: dict[str, str]) -> pd.DataFrame:
     rows = []
-    for name in families:
+    for name in colours:
         for bucket, values in metadata[name]["metrics"]["buckets"].items():
             lo, hi = (int(x) for x in bucket.split("-"))
             for metric in ("exact_match", "token_accuracy"):
@@ -653,15 +660,15 @@ def translation_by_length_data(metadata: dict[str, dict], families: dict[str, st
     return pd.DataFrame(rows)
 
 
-def translation_by_length_chart(metadata: dict[str, dict], families: dict[str, str], metric: str = "exact match"):
-    names = list(families)
-    data = translation_by_length_data(metadata, families)
+def translation_by_length_chart(metadata: dict[str, dict], colours: dict[str, str], metric: str = "exact match"):
+    names = list(colours)
+    data = translation_by_length_data(metadata, colours)
     data = data[data["metric"] == metric]
     limit = metadata[names[0]]["metrics"]["max_train_src_len"]
     base = alt.Chart(data).encode(
         x=alt.X("middle:Q", title="source sentence length (tokens, bucket middle)"),
         y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric),
-        color=alt.Color("model:N", sort=names, scale=model_colours(families),
+        color=alt.Color("model:N", sort=names, scale=model_colours(colours),
                         legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("source length:N"), alt.Tooltip("value:Q", format=".1%"),
                  alt.Tooltip("n:Q", title="sentences")],
@@ -692,7 +699,7 @@ def throughput_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("sentence pairs per second:Q", format=".0f"),
                  alt.Tooltip("training seconds:Q", format=".0f"), alt.Tooltip("steps:Q")],
     )
-    return alt.layer(base.mark_bar(color=BLUE), base.mark_text(align="left", dx=3).encode(
+    return alt.layer(base.mark_bar(color=BLUE), base.mark_text(align="left", dx=3, color=LABEL_GREY).encode(
         text=alt.Text("sentence pairs per second:Q", format=".0f")), data=data).properties(
         height=40 * len(names), title="Training throughput of the shipped translators, measured here")
 

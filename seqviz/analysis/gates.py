@@ -24,8 +24,12 @@ def forget_summary(trace: LSTMGateTrace) -> str:
     keep = float((f > 0.9).mean())
     erase = float((f < 0.1).mean())
     words = trace.tokens
-    lowest = int(np.argmin(f.mean(axis=1)))
-    return (f"Across all units and words, the forget gate is above 0.9 (keep almost everything) "
-            f"{keep:.0%} of the time and below 0.1 (erase) {erase:.0%} of the time. The word where the units "
-            f"forget most on average is “{words[lowest]}” (position {lowest + 1}, mean f = "
+    overall = (f"Across all units and words, the forget gate is above 0.9 (keep almost everything) "
+               f"{keep:.0%} of the time and below 0.1 (erase) {erase:.0%} of the time.")
+    # At the first word the old cell c₀ is all zeros: f₁ multiplies nothing, so it says nothing about forgetting.
+    if len(words) < 2:
+        return overall + " With one word there is no earlier memory to forget."
+    lowest = 1 + int(np.argmin(f[1:].mean(axis=1)))
+    return (f"{overall} From the second word on (at the first there is no earlier memory), the word where the "
+            f"units forget most on average is “{words[lowest]}” (position {lowest + 1}, mean f = "
             f"{f[lowest].mean():.2f}).")

@@ -35,6 +35,18 @@ def escape_markdown(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
+# A chart drawn at its own width (a heatmap of a long sentence, panels side by side) scrolls inside its own
+# box on a narrow screen, with its labels and colour scale, instead of pushing the page sideways.
+_PAGE_STYLE = """<style>
+[data-testid="stVegaLiteChart"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
+</style>"""
+
+
+def page_style() -> None:
+    """Layout rules every page shares (app.py calls it once per run)."""
+    st.html(_PAGE_STYLE)
+
+
 def sentence_input() -> None:
     """The sidebar's one sentence, bound to ?s= so a copied address reopens the same view."""
     st.sidebar.text_input(
@@ -171,10 +183,10 @@ def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
     spec = _spec_of(figure)
     table = data if charts.draws_table(spec) else None
     if table is not None:
-        spec = {**spec, "datasets": {charts.TABLE: table}}
-    # Compound charts (concat, facet) keep the widths they were drawn with; single charts fill the column.
-    compound = isinstance(figure, alt.VConcatChart | alt.HConcatChart | alt.ConcatChart | alt.FacetChart)
-    st.vega_lite_chart(spec=spec, width="content" if compound else "stretch", height=_height_of(figure))
+        # Keep the chart's own fixed tables (a reference point, say) beside the sentence's.
+        spec = {**spec, "datasets": {**spec.get("datasets", {}), charts.TABLE: table}}
+    st.vega_lite_chart(spec=spec, width="content" if _has_own_width(figure) else "stretch",
+                       height=_height_of(figure))
     row = st.container(horizontal=True)
     row.download_button("CSV", data=_csv_of(data), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")
@@ -210,6 +222,15 @@ def _unchecked(figure: alt.TopLevelMixin) -> alt.TopLevelMixin:
     """
     object.__setattr__(figure, "to_dict", functools.partial(type(figure).to_dict, figure, validate=False))
     return figure
+
+
+def _has_own_width(figure: alt.TopLevelMixin) -> bool:
+    """Compound charts (concat, facet) and charts sized per word (a heatmap's cells) keep the width they were
+    drawn with: stretched to a phone's column, sixteen cells would squeeze their numbers into each other. Such
+    a chart scrolls inside its own box where the screen is narrower (see _PAGE_STYLE)."""
+    if isinstance(figure, alt.VConcatChart | alt.HConcatChart | alt.ConcatChart | alt.FacetChart):
+        return True
+    return isinstance(getattr(figure, "width", alt.Undefined), alt.Step)
 
 
 def _height_of(figure: alt.TopLevelMixin) -> int | str:

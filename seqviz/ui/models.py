@@ -12,7 +12,7 @@ import hashlib
 
 import streamlit as st
 
-from seqviz import registry
+from seqviz import charts, registry
 from seqviz.limits import MAX_SESSION_MODELS, MAX_UPLOAD_MB, output_limit
 from seqviz.registry import ModelRef, SessionModels
 
@@ -225,8 +225,20 @@ def family_label(ref: ModelRef) -> str:
 
 
 def families(refs: list[ModelRef]) -> dict[str, str]:
-    """label -> family, in the order given: what charts colour models by."""
+    """label -> family, in the order given."""
     return {ref.label: ref.family for ref in refs}
+
+
+def colours(refs: list[ModelRef]) -> dict[str, str]:
+    """label -> colour, in the order given: a shipped model in its family's colour, a visitor's own in the colour
+    of its place among their models, the same on every chart (seqviz.charts.model_colour)."""
+    yours = [model.ref.fingerprint for model in your_models()]
+    def place(ref: ModelRef) -> int | None:
+        if ref.shipped:
+            return None
+        return yours.index(ref.fingerprint) if ref.fingerprint in yours else 0
+
+    return {ref.label: charts.model_colour(ref.family, place(ref)) for ref in refs}
 
 
 # --- Traces: cached per (fingerprint, sentence) -----------------------------------------------------
@@ -320,22 +332,33 @@ def jacobian(ref: ModelRef, trained: bool, length: int, scale: float = 1.0):
     return _jacobian(ref.fingerprint, trained, int(length), float(scale), checkpoint(ref))
 
 
-def unknown_note(ref: ModelRef, tokens) -> None:
-    """Name the words a model has never seen; they are read as <unk>, never dropped."""
+def unknown_notes(refs: list[ModelRef], tokens) -> None:
+    """Name the words the models have never seen; they are read as <unk>, never dropped. Models that miss the
+    same words share one line (the shipped translators share a vocabulary)."""
     tokens = list(tokens)
-    unknown = checkpoint(ref).input_vocab.unknown_words(tokens)
-    if unknown:
+    missing: dict[tuple[str, ...], list[str]] = {}
+    for ref in refs:
+        unknown = checkpoint(ref).input_vocab.unknown_words(tokens)
+        if unknown:
+            missing.setdefault(tuple(unknown), []).append(ref.label)
+    for unknown, labels in missing.items():
         distinct = list(dict.fromkeys(unknown))
         st.caption(_escape(
-            f"Not in the vocabulary of {ref.label}: {len(unknown)} of these {len(tokens)} tokens, read as <unk>: "
-            f"{', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
+            f"Not in the vocabulary of {', '.join(labels)}: {len(unknown)} of these {len(tokens)} tokens, read as "
+            f"<unk>: {', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
 
 
 def runaway_note(trace, tokens) -> None:
     """Say so when a translator stopped at the length limit without writing its end marker."""
-    if len(trace.out_tokens) >= output_limit(len(tokens)):
-        st.caption(f"Stopped at {len(trace.out_tokens)} words without an end-of-sentence marker: the model was "
-                   "repeating itself, as translators do on sentences unlike anything they were trained on.")
+    from seqviz.data.translation import reference_translation
+
+    if len(trace.out_tokens) < output_limit(len(tokens)):
+        return
+    why = ("this sentence is one of the grammar's, so the model simply lost its place in it"
+           if reference_translation(list(tokens)) is not None else
+           "as translators do on sentences unlike anything they were trained on")
+    st.caption(f"Stopped at {len(trace.out_tokens)} words without an end-of-sentence marker: the model was "
+               f"repeating itself; {why}.")
 
 
 # --- Held-out measurements: shipped ones from their checkpoints, a visitor's measured on demand ---------
