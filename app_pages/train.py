@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from seqviz import charts, limits, ui
+from seqviz import charts, ui
 from seqviz.ui import models, training
 
 st.title("Train your own")
@@ -18,10 +18,7 @@ spec = training.form()
 tokens = ui.sentence_tokens("Type a sentence in the sidebar: snapshots show how the model reads it.")
 if st.button("Start training", type="primary", icon=":material/play_arrow:", disabled=spec is None):
     training.start(spec, tokens)
-load = training.manager().load() if st.session_state.get(training.HAS_RUNS_KEY) else None
-st.caption(f"This server trains {limits.TRAIN_MAX_RUNNING} run at a time for everyone who uses it, one CPU thread "
-           "each; other runs wait in a queue." + (f" Now: {load['running']} training, {load['queued']} waiting."
-                                                  if load else ""))
+training.server_status()
 
 
 def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
@@ -57,15 +54,13 @@ def draw_run(run) -> None:
     spec = state.spec
     st.markdown(f"#### {ui.escape_markdown(state.name)}")
     if state.status == "queued":
-        st.info(f"Waiting for a free slot: place {state.queue_position} in the queue.", icon=":material/hourglass_top:")
+        st.info(training.queue_text(state), icon=":material/hourglass_top:")
         if st.button("Cancel", key=f"cancel-{state.id}"):
             training.manager().cancel(training.owner(), state.id)
             st.rerun()
         return
     if state.status == "running":
-        left = f", about {state.eta_s:.0f} s left" if state.eta_s is not None else ""
-        st.progress(state.step / max(1, state.steps),
-                    text=f"Step {state.step} of {state.steps} · {state.elapsed_s:.0f} s{left}")
+        st.progress(state.step / max(1, state.steps), text=training.progress_text(state))
         if st.button("Stop training", key=f"stop-{state.id}", icon=":material/stop:"):
             run.stop()
     elif state.status == "failed":

@@ -55,9 +55,16 @@ def output_limit(source_tokens: int) -> int:
 TRAIN_MAX_PARAMETERS = 600_000  # numbers one model may learn (the zoo's largest translator has 247k)
 TRAIN_MAX_STEPS = 5000  # optimisation steps of one run
 TRAIN_MAX_SECONDS = 180.0  # a run still going after this many seconds of training is stopped (and kept)
-TRAIN_MAX_RUNNING = 1  # runs training at once across the whole server (each on one torch thread)
-TRAIN_MAX_QUEUED = 8  # runs waiting for a slot across the server; more are refused with a message
-TRAIN_MAX_ACTIVE_PER_OWNER = 2  # queued + running runs of one browser session
+TRAIN_MAX_QUEUED = 60  # runs waiting for a training worker across the server (a class of 30, twice); more are refused
+TRAIN_MAX_ACTIVE_PER_OWNER = 1  # queued + training runs of one browser session (so one visitor cannot fill the queue)
+TRAIN_MAX_ACTIVE_PER_OWNER_MOST = 2  # the most a server may set TRAIN_MAX_ACTIVE_PER_OWNER to
+# Runs train in Dask worker processes (seqviz.cluster), as many at once as the cluster has worker threads. The app's
+# own cluster has one worker per core but one, and no more than memory allows: each worker is budgeted
+# TRAIN_WORKER_MB after TRAIN_WEB_MB for the web server (a worker's measured peak, training the largest preset with
+# the translation data loaded, with a margin: README, "Train your own").
+TRAIN_WORKER_MB = 700
+TRAIN_WEB_MB = 600
+TRAIN_REPORT_EVERY_S = 0.5  # a worker sends its run's progress, and reads whether to stop, at most this often
 TRAIN_MAX_KEPT_PER_OWNER = 6  # runs (with their checkpoints) a session keeps; the oldest ended ones go first
 TRAIN_SNAPSHOT_EVERY_S = 3.0  # seconds of training between two "watch it learn" snapshots
 TRAIN_MAX_SNAPSHOTS = 40  # snapshots kept per run (thinned evenly when full)

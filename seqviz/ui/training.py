@@ -1,6 +1,7 @@
 """Training in the browser: the form's state, the server's one run manager, and this session's runs.
 
-A run trains in a background thread owned by the visitor's browser session (seqviz.jobs). Pages poll it
+A run trains in a Dask worker process (seqviz.jobs, seqviz.cluster), owned by the visitor's browser session; the
+web server's process only queues it and shows it. Pages poll it
 from fragments that rerun on a timer (``st.fragment(run_every=...)``): the /train page's panel, and a small
 status line in the sidebar of every page, which also tells the manager that the session is still there (a
 closed tab stops touching it, and its run is stopped within seqviz.limits.TRAIN_ORPHAN_TIMEOUT_S). When a
@@ -155,9 +156,7 @@ def form():
 def start(spec, tokens: tuple[str, ...] | None) -> None:
     """Submit the run for this session, with snapshots of the sidebar sentence as the model learns."""
     from seqviz.jobs import RunRefused
-    from seqviz.models import family as family_entry
-    from seqviz.runs import shared_task
-    from seqviz.watch import snapshot_fn
+    from seqviz.worker import SnapshotView
 
     if any(run.spec == spec and run.status in ("queued", "running") for run in my_runs()):
         # A second click on Start training (a busy server answers slowly, and people click again) would train
@@ -165,14 +164,60 @@ def start(spec, tokens: tuple[str, ...] | None) -> None:
         st.info("These settings are already training (below): Start training again starts nothing. Change a "
                 "setting (the seed, say) to train another model beside it.", icon=":material/info:")
         return
-    with st.spinner("Preparing the task's data…"):
-        task = shared_task(spec.task)
-    snapshot = snapshot_fn(task, tokens or (), family_entry(spec.family).model_class)
     st.session_state[HAS_RUNS_KEY] = True
     try:
-        manager().submit(owner(), spec, snapshot_fn=snapshot)
+        manager().submit(owner(), spec, snapshot_fn=SnapshotView.for_run(spec, tokens))
     except RunRefused as error:
         st.error(str(error), icon=":material/hourglass_top:")
+
+
+def _minutes(seconds: float) -> str:
+    """ "about 40 s", "about 3 min" """
+    return f"about {max(1, round(seconds / 5) * 5):.0f} s" if seconds < 90 else f"about {seconds / 60:.0f} min"
+
+
+def queue_text(state) -> str:
+    """A waiting run's place and expected start: "Waiting for a training worker: place 3 in the queue, expected
+    to start in about 2 min (13:05, server clock)." """
+    import time
+
+    text = f"Waiting for a training worker: place {state.queue_position} in the queue"
+    if state.expected_start_at is not None:
+        wait = max(0.0, state.expected_start_at - time.time())
+        clock = time.strftime("%H:%M", time.localtime(state.expected_start_at))
+        text += (f", expected to start in {_minutes(wait)} ({clock}, server clock)" if wait >= 5
+                 else ", starting any moment")
+    return text + "."
+
+
+def progress_text(state) -> str:
+    """A training run's progress line; before its first step, what it is doing (never a frozen "Step 0")."""
+    if state.step == 0 or state.phase not in (None, "training"):
+        doing = (state.phase or "starting").capitalize()
+        done = f" (step {state.step} of {state.steps})" if state.step else ""
+        return f"{doing}…{done} · {state.elapsed_s:.0f} s"
+    left = f", about {state.eta_s:.0f} s left" if state.eta_s is not None else ""
+    return f"Step {state.step} of {state.steps} · {state.elapsed_s:.0f} s{left}"
+
+
+def server_status() -> None:
+    """How busy training is on this server, for every visitor of /train (with a run of their own or not), or why
+    training is unavailable."""
+    from seqviz.cluster import CONNECT_TIMEOUT_S
+
+    server = manager()
+    problem = server.unavailable(wait_s=CONNECT_TIMEOUT_S + 1)
+    if problem:
+        st.error(f"Training is unavailable on this server: {problem}. Every other page works; the server's "
+                 "operator can fix the training cluster (README, Train your own).", icon=":material/cloud_off:")
+        return
+    load = server.load()
+    at_once = f"{load['max_running']} runs at a time" if load["max_running"] != 1 else "one run at a time"
+    text = (f"This server trains {at_once} for everyone who uses it, each in a worker process of its own; other "
+            f"runs wait in a queue. Now: {load['running']} training, {load['queued']} waiting")
+    if load["running"] >= load["max_running"]:
+        text += f"; a run started now would begin in {_minutes(load['wait_s'])}"
+    st.caption(text + ".")
 
 
 def shipped_counterpart(spec) -> str | None:
@@ -214,10 +259,9 @@ def _status_line() -> None:
     training = [run.state() for run in runs if run.status in ("queued", "running")]
     for state in training:
         if state.status == "queued":
-            st.caption(f"Training {state.name}: waiting, place {state.queue_position} in the queue.")
+            st.caption(f"Training {state.name}: {queue_text(state)[0].lower()}{queue_text(state)[1:]}")
         else:
-            st.progress(state.step / max(1, state.steps),
-                        text=f"Training {state.name}: step {state.step} of {state.steps}")
+            st.progress(state.step / max(1, state.steps), text=f"Training {state.name}: {progress_text(state)}")
     if adopt_ended_runs(runs) or (not training and st.session_state.get("_was_training")):
         st.session_state["_was_training"] = False
         st.rerun()  # the whole page: the new model joins the pickers, and the polling stops

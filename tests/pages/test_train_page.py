@@ -115,6 +115,7 @@ def test_every_kind_of_model_trains_from_the_page(task, family, snapshot):
 def test_a_second_run_waits_for_the_first_and_can_be_cancelled():
     first = tiny(open_train(), steps=3000)
     next(b for b in first.button if b.label == "Start training").click().run()
+    settle(first, lambda a: any(b.label == "Stop training" for b in a.button))  # on its worker
     second = tiny(open_train(), steps=20)
     next(b for b in second.button if b.label == "Start training").click().run()
     assert not second.exception

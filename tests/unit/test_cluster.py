@@ -1,0 +1,106 @@
+"""The cluster runs train on: the local cluster's size rule, a configured scheduler that cannot be reached, and
+scale-out to separate `dask scheduler` and `dask worker` processes on loopback through SEQVIZ_DASK_SCHEDULER.
+
+Every process started here listens on 127.0.0.1 and is stopped at the end; each wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from seqviz import limits
+from seqviz.cluster import SCHEDULER_ENV, WORKERS_ENV, Cluster, local_worker_count
+from seqviz.jobs import RunManager, RunRefused
+from seqviz.runs import RunSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+DASK = str(Path(sys.executable).with_name("dask"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_local_workers_follow_cores_and_memory_and_the_setting():
+    big = 64_000.0
+    assert local_worker_count(cores=2, memory=big, env={}) == 1  # this host: one core stays with the pages
+    assert local_worker_count(cores=8, memory=big, env={}) == 7
+    assert local_worker_count(cores=1, memory=big, env={}) == 1  # at least one
+    assert local_worker_count(cores=8, memory=1024, env={}) == 1  # a 1 GB host (Community Cloud)
+    fits = limits.TRAIN_WEB_MB + 3 * limits.TRAIN_WORKER_MB
+    assert local_worker_count(cores=16, memory=fits, env={}) == 3  # memory is short: fewer than the cores
+    assert local_worker_count(cores=2, memory=big, env={WORKERS_ENV: "4"}) == 4
+    assert local_worker_count(cores=2, memory=big, env={WORKERS_ENV: "lots"}) == 1  # not a number: the rule
+
+
+def test_an_unreachable_scheduler_makes_training_unavailable_and_says_why():
+    address = f"tcp://127.0.0.1:{free_port()}"  # nothing listens there
+    manager = RunManager(cluster=Cluster(address=address))
+    try:
+        began = time.monotonic()
+        problem = manager.unavailable(wait_s=15)
+        assert time.monotonic() - began < 15
+        assert problem and address in problem and SCHEDULER_ENV in problem
+        with pytest.raises(RunRefused, match="unavailable"):
+            manager.submit("alice", RunSpec(task="emails", family="bow"))
+        assert manager.load()["unavailable"] == problem
+    finally:
+        manager.close()
+
+
+@pytest.fixture
+def loopback_cluster():
+    """`dask scheduler` and one `dask worker` (one thread) as separate processes on 127.0.0.1."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    common = ["--no-dashboard", "--host", "127.0.0.1"]
+    processes = [subprocess.Popen([DASK, "scheduler", "--port", str(port), *common], env=env, cwd=ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    processes.append(subprocess.Popen([DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", *common],
+                                      env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        yield address, processes[1]
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in reversed(processes):
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+@pytest.mark.timeout(120)
+def test_runs_scale_out_to_a_separate_scheduler_and_worker(loopback_cluster, monkeypatch):
+    address, worker = loopback_cluster
+    monkeypatch.setenv(SCHEDULER_ENV, address)
+    manager = RunManager()  # the app's way: the cluster comes from the environment
+    try:
+        assert manager.cluster.external and manager.cluster.address == address
+        deadline = time.monotonic() + 60
+        while manager.unavailable(wait_s=5) and time.monotonic() < deadline:  # the scheduler is still starting
+            time.sleep(0.5)
+        assert manager.unavailable() is None
+        run = manager.submit("alice", RunSpec(task="emails", family="lstm", embedding=4, hidden=4, steps=10,
+                                              batch_size=8))
+        assert run.wait(90), run.state()
+        state = run.state()
+        assert state.status == "finished" and state.checkpoint is not None, state.error
+        # It trained in a process of the `dask worker` command, not here.
+        worker_pids = {p.pid for p in psutil.Process(worker.pid).children(recursive=True)} | {worker.pid}
+        assert state.worker_pid in worker_pids and state.worker_pid != os.getpid()
+        assert manager.load()["max_running"] == 1
+    finally:
+        manager.close()
