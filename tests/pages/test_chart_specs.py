@@ -102,3 +102,97 @@ def test_a_templates_picture_holds_its_table():
     assert svg.lstrip().startswith("<svg")
     assert "01 where" in svg and "02 est" in svg and "0.33" in svg
     assert ui._lazy_image(charts.alignment_chart(), data, "png")().startswith(b"\x89PNG")
+
+
+def _named_data(node) -> set[str]:
+    """The names of the tables a spec's marks draw ({"data": {"name": ...}} anywhere in it)."""
+    if isinstance(node, dict):
+        names = {node["data"]["name"]} if isinstance(node.get("data"), dict) and "name" in node["data"] else set()
+        return names.union(*(_named_data(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_named_data(v) for v in node))
+    return set()
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.url_path and p.script != "app_pages/train.py"],
+                         ids=lambda p: p.url_path)
+def test_every_table_a_chart_draws_is_sent(open_page, page):
+    """A template draws the sentence's table and may draw fixed tables of its own (the chapter's reference point):
+    the browser must get all of them, or a layer silently draws nothing."""
+    at = open_page(page.script, s=SENTENCE)
+    for chart in _charts(at._tree):
+        spec = json.loads(chart.proto.spec)
+        sent = {d.name for d in chart.proto.datasets} | set(spec.get("datasets", {}))
+        assert _named_data(spec) <= sent, f"/{page.url_path}: {spec.get('title')} draws tables never sent"
+
+
+def test_the_chapters_diamond_is_on_the_gradient_chart(open_page):
+    """/rnn-memory's text points at the chapter's (0.5 × 0.75)²⁰ as "the diamond" on the gradient chart."""
+    at = open_page("app_pages/rnn_memory.py", n="20")
+    specs = [json.loads(c.proto.spec) for c in _charts(at._tree)]
+    gradient = next(s for s in specs if "gradient reaches" in json.dumps(s.get("title", "")))
+    marks = json.dumps(gradient)
+    assert '"shape": "diamond"' in marks
+    from conftest import all_text
+
+    assert "the diamond" in all_text(at)
+    sent = {d.name: d for c in _charts(at._tree) for d in c.proto.datasets}
+    reference = [name for name in _named_data(gradient) if name != "table"]
+    assert reference and all(name in sent for name in reference)
+
+
+def _theme_backgrounds() -> dict[str, str]:
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
+    return {name: config["theme"][name]["backgroundColor"] for name in ("light", "dark")}
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def _text_marks(node):
+    """Every text mark of a spec, with its encoding."""
+    if isinstance(node, dict):
+        mark = node.get("mark")
+        if mark == "text" or (isinstance(mark, dict) and mark.get("type") == "text"):
+            yield (mark if isinstance(mark, dict) else {}), node.get("encoding", {})
+        for value in node.values():
+            yield from _text_marks(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _text_marks(value)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.url_path and p.script != "app_pages/train.py"],
+                         ids=lambda p: p.url_path)
+def test_chart_text_reads_on_the_light_and_the_dark_theme(open_page, page):
+    """Streamlit themes a chart's axes and legends but not its text marks, which Vega draws black unless told:
+    invisible on the dark theme. Every text mark names its colour, and that colour stands out from both
+    backgrounds (3:1, the contrast asked of graphics). Numbers written on a heatmap's cells pick black or white
+    by the cell's own colour, which is the same in both themes."""
+    backgrounds = _theme_backgrounds()
+    at = open_page(page.script, s=SENTENCE)
+    for chart in _charts(at._tree):
+        spec = json.loads(chart.proto.spec)
+        for mark, encoding in _text_marks(spec):
+            colour = encoding.get("color", {})
+            if "condition" in colour:
+                continue
+            named = [mark.get("color") or colour.get("value")] if "field" not in colour else \
+                colour.get("scale", {}).get("range")  # coloured by a field: its scale's colours
+            assert named and all(named), (
+                f"/{page.url_path}: a text mark of '{spec.get('title')}' has no colour (Vega draws black)")
+            for one in named:
+                for theme, background in backgrounds.items():
+                    assert _contrast(one, background) >= 3, (
+                        f"/{page.url_path}: text in {one} on the {theme} background {background}")

@@ -32,3 +32,23 @@ def test_sentences_of_every_kind(open_page):
         set_sentence(at, sentence)
     at.radio(key="metric").set_value("token accuracy").run()
     assert not at.exception
+
+
+def test_unknown_words_are_named_once_per_vocabulary(open_page):
+    """The shipped translators share one vocabulary: one line names the words they have never seen."""
+    at = open_page(PAGE, s="where is my zebra ?")
+    notes = [c.value for c in at.caption if c.value.startswith("Not in the vocabulary")]
+    assert len(notes) == 1, notes
+    assert "zebra" in notes[0]
+
+
+def test_a_runaway_on_a_grammar_sentence_is_not_blamed_on_the_sentence(open_page, monkeypatch):
+    """A sentence of the grammar has a reference: a model that loops on it failed, the sentence is not unusual.
+    (The output limit is set to 0 here so that every translation counts as stopped at the limit.)"""
+    from seqviz.ui import models
+
+    monkeypatch.setattr(models, "output_limit", lambda n: 0)
+    text = all_text(open_page(PAGE, s="where is my parcel ?"))
+    assert "one of the grammar's" in text and "unlike anything they were trained on" not in text
+    text = all_text(open_page(PAGE, s="parcel parcel parcel"))
+    assert "unlike anything they were trained on" in text and "one of the grammar's" not in text
