@@ -10,7 +10,9 @@ form, tens of milliseconds per layer.
 Charts of the sentence are *templates*: built from display options only, they draw the table named
 ``TABLE``, which ``seqviz.ui.chart`` sends beside the spec. A new sentence then changes only the table: the
 server builds no chart, and the browser swaps the data in the chart it already has instead of compiling a
-new one. Their axes keep the table's row order (``sort=None``), and their sizes are steps per word.
+new one. Their axes sort words by their position labels (``sort="ascending"``: "01 the" before "02 cat"): with
+``sort=None`` the browser, swapping one table for the next, kept labels it already had and put a renamed word
+last. Their sizes are steps per word.
 """
 
 from __future__ import annotations
@@ -184,7 +186,7 @@ def attention_weights_chart(worked: WorkedAttention) -> alt.LayerChart:
     data = attention_steps_data(worked)
     data["label"] = position_labels(worked.words)
     base = alt.Chart().encode(
-        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False, labelLimit=200)),
+        y=alt.Y("label:N", title=None, sort="ascending", axis=alt.Axis(labelOverlap=False, labelLimit=200)),
         x=alt.X("weight α:Q", title="softmax weight α", scale=alt.Scale(domain=[0, 1])),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("score q·k:Q", format=".3f"),
                  alt.Tooltip("e^score:Q", format=".3f"), alt.Tooltip("weight α:Q", format=".3f")],
@@ -281,9 +283,9 @@ def heatmap(*, value: str = "value", x: str = "column", y: str = "row", row_titl
     "quantity" is that (one panel of a table of several)."""
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme, domainMid=0)
     base = alt.Chart().encode(
-        x=alt.X(f"{x}:N", sort=None, title=col_title,
+        x=alt.X(f"{x}:N", sort="ascending", title=col_title,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160, orient="top")),
-        y=alt.Y(f"{y}:N", sort=None, title=row_title, axis=alt.Axis(labelOverlap=False, labelLimit=160)),
+        y=alt.Y(f"{y}:N", sort="ascending", title=row_title, axis=alt.Axis(labelOverlap=False, labelLimit=160)),
     )
     # On its own, a short heatmap is shorter than a legend's usual 200 px, which the page would cut off: the
     # legend takes the heatmap's height (a panel of a concatenation has no "height" signal; its own is tall).
@@ -335,7 +337,8 @@ def gates_data(trace, units: list[int] | None = None) -> pd.DataFrame:
     """One row per (quantity, unit, word) of an LSTMGateTrace, for ``units`` in that order (default: all)."""
     units = list(range(trace.forget_gate.shape[1])) if units is None else list(units)
     words = position_labels(trace.tokens)
-    unit_names = [f"unit {u:02d}" for u in units]
+    digits = max(2, len(str(trace.forget_gate.shape[1] - 1)))  # "unit 007" sorts before "unit 100"
+    unit_names = [f"unit {u:0{digits}d}" for u in units]
     frames = []
     quantities = [(name, field) for name, field, _, _ in GATE_FIELDS] + [("candidate c̃", "candidate"),
                                                                          ("hidden h", "hidden")]
@@ -379,7 +382,7 @@ def unit_lines_chart() -> alt.LayerChart:
     colours = alt.Scale(domain=["forget gate f", "input gate i", "output gate o", "candidate c̃", "cell state c",
                                 "hidden h"], range=[BLUE, GREEN, PURPLE, GREY, VERMILLION, ORANGE])
     base = alt.Chart().encode(
-        x=alt.X("word:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
+        x=alt.X("word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("value:Q", title="value"),
         color=alt.Color("quantity:N", scale=colours, legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("quantity:N"), alt.Tooltip("value:Q", format=".3f")],
@@ -396,7 +399,7 @@ def mean_forget_data(trace) -> pd.DataFrame:
 def mean_forget_chart() -> alt.Chart:
     """The mean forget gate at each word (a template of ``mean_forget_data``)."""
     return alt.Chart(table()).mark_bar(color=BLUE).encode(
-        x=alt.X("word:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
+        x=alt.X("word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("mean forget gate:Q", scale=alt.Scale(domain=[0, 1]), title="mean forget gate f (all units)"),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("mean forget gate:Q", format=".3f"),
                  alt.Tooltip("mean input gate:Q", format=".3f")],
@@ -433,9 +436,9 @@ def attention_heads_chart(cell: int = 12, row_title: str = "word attending",
     ``cell``: px per word, from ``heads_cell_px``)."""
     cells = alt.Chart(table()).mark_rect().encode(
         # Axis titles would repeat under every head and overlap on a short sentence: the chart's title says it.
-        x=alt.X("to word:N", sort=None, title=None,
+        x=alt.X("to word:N", sort="ascending", title=None,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-60, labelLimit=120, labelFontSize=9)),
-        y=alt.Y("from word:N", sort=None, title=None,
+        y=alt.Y("from word:N", sort="ascending", title=None,
                 axis=alt.Axis(labelOverlap=False, labelLimit=120, labelFontSize=9)),
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=alt.Legend(orient="right")),
         tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("head:N"), alt.Tooltip("from word:N"), alt.Tooltip("to word:N"),
@@ -720,7 +723,7 @@ def step_chart(family: str = "additive") -> alt.HConcatChart:
     ``step_data``; the page names the word being written)."""
     tooltip = [alt.Tooltip("source word:N"), alt.Tooltip("score:Q", format=".3f"),
                alt.Tooltip("weight α:Q", format=".3f")]
-    y = alt.Y("source word:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=160))
+    y = alt.Y("source word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelLimit=160))
     size = dict(height=alt.Step(18), width=220)
     scores = alt.Chart().mark_bar(color=GREY).encode(
         y=y, x=alt.X("score:Q", title=f"① score {SCORE_FORMULAS.get(family, '')}".rstrip()), tooltip=tooltip

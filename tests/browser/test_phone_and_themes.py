@@ -1,0 +1,143 @@
+"""A student on a phone, a student in the dark theme, and a share link made by moving a widget.
+
+Every page is opened as a phone opens it (390 x 844, touch, a phone's user agent: Streamlit closes the sidebar
+after a tap on a page's link only for a phone's user agent) and in the dark colour scheme; a screenshot of each
+is saved under test-output/screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import assert_no_exception, full_page_screenshot, wait_for_app
+from playwright.sync_api import expect
+
+from seqviz.story import PAGES
+
+LONG = "the charger arrived , but never the parcel that was supposed to have it ."
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 2,
+         "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) "
+                       "Chrome/139.0.0.0 Mobile Safari/537.36"}
+
+# What sticks out past the screen's right edge, unless a box that scrolls sideways holds it.
+OVERFLOW = """() => {
+  const width = window.innerWidth, out = [];
+  for (const el of document.querySelectorAll('[data-testid=stMain] *')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.right <= width + 1) continue;
+    let held = false;
+    for (let up = el.parentElement; up && up.dataset.testid !== 'stMain'; up = up.parentElement) {
+      if (getComputedStyle(up).overflowX !== 'visible' && up.getBoundingClientRect().right <= width + 1) {
+        held = true; break;
+      }
+    }
+    if (!held && el.parentElement.getBoundingClientRect().right <= width + 1)
+      out.push((el.dataset.testid || el.tagName) + ' reaches ' + Math.round(box.right) + ' px');
+  }
+  const main = document.querySelector('[data-testid=stMain]');
+  if (main.scrollWidth > width + 1) out.push('the page scrolls sideways to ' + main.scrollWidth + ' px');
+  return out;
+}"""
+
+
+def _luminance(css_rgb: str) -> float:
+    r, g, b = (int(x) / 255 for x in css_rgb[css_rgb.index("(") + 1:css_rgb.index(")")].split(",")[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+@pytest.fixture
+def phone(browser):
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def dark(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme="dark")
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()
+
+
+@pytest.mark.browser
+def test_every_page_fits_a_phone(app_url, phone):
+    too_wide = {}
+    for story_page in PAGES:
+        phone.goto(f"{app_url}/{story_page.url_path}?s={LONG.replace(' ', '+')}")
+        wait_for_app(phone)
+        assert_no_exception(phone)
+        found = phone.evaluate(OVERFLOW)
+        if found:
+            too_wide[story_page.url_path or "home"] = found
+        full_page_screenshot(phone, f"phone-{story_page.url_path or 'home'}")
+    assert not too_wide, f"wider than a 390 px screen: {too_wide}"
+
+
+@pytest.mark.browser
+def test_the_sidebar_closes_after_a_tap_on_a_page(app_url, phone):
+    phone.goto(f"{app_url}/order")
+    wait_for_app(phone)
+    sidebar = phone.get_by_test_id("stSidebar")
+    assert sidebar.bounding_box()["width"] == 0, "the sidebar should start closed on a phone"
+    phone.get_by_test_id("stExpandSidebarButton").tap()
+    expect(sidebar.get_by_role("textbox", name="Sentence", exact=True)).to_be_in_viewport()
+    phone.get_by_test_id("stSidebarNav").get_by_text("Attention", exact=True).tap()
+    phone.wait_for_url("**/attention**")
+    wait_for_app(phone)
+    expect(sidebar.get_by_role("textbox", name="Sentence", exact=True)).not_to_be_in_viewport()
+
+
+@pytest.mark.browser
+def test_every_page_in_the_dark_theme(app_url, dark):
+    for story_page in PAGES:
+        dark.goto(f"{app_url}/{story_page.url_path}?s={LONG.replace(' ', '+')}")
+        wait_for_app(dark)
+        assert_no_exception(dark)
+        background = dark.evaluate("() => getComputedStyle(document.querySelector('[data-testid=stApp]'))"
+                                   ".backgroundColor")
+        assert _luminance(background) < 0.15, f"/{story_page.url_path}: background {background} is not dark"
+        full_page_screenshot(dark, f"dark-{story_page.url_path or 'home'}")
+
+
+@pytest.mark.browser
+def test_renaming_a_word_keeps_the_bars_in_order(app_url, page):
+    """The worked example's bars follow the words' positions, whatever a word is renamed to."""
+    page.goto(f"{app_url}/attention")
+    wait_for_app(page)
+    box = page.get_by_role("textbox", name="Word 1", exact=True)
+    box.fill("zebra")
+    box.press("Enter")
+    wait_for_app(page)
+    weights = page.locator("[data-testid=stVegaLiteChart]").filter(has_text="Weights after softmax")
+    labels = weights.locator("svg text").filter(has_text=re.compile(r"^\d\d \w"))  # "01 zebra", the y axis
+    expect(labels).to_have_count(3)
+    by_height = sorted((labels.nth(i).bounding_box()["y"], labels.nth(i).text_content()) for i in range(3))
+    assert [text for _, text in by_height] == ["01 zebra", "02 never", "03 arrived"]
+
+
+@pytest.mark.browser
+def test_a_moved_widget_travels_in_the_share_link(app_url, browser, page):
+    """Pick the dot translator in /attention's "One step": the share box's address opens it for someone else."""
+    page.goto(f"{app_url}/attention?s=where+is+my+parcel+%3F")
+    wait_for_app(page)
+    step = page.get_by_test_id("stRadio").filter(has_text="Translator")
+    step.get_by_text("dot", exact=True).click()
+    wait_for_app(page)
+    address = page.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text().strip()
+    assert "stepmodel=dot" in address, address
+    other = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        student = other.new_page()
+        student.set_default_timeout(60_000)
+        student.goto(address)
+        wait_for_app(student)
+        expect(student.get_by_test_id("stRadio").filter(has_text="Translator").get_by_role(
+            "radio", name="dot")).to_be_checked()
+        assert "Writing" in student.get_by_test_id("stMain").inner_text()
+    finally:
+        other.close()
