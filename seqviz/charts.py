@@ -382,7 +382,8 @@ def unit_lines_chart() -> alt.LayerChart:
     colours = alt.Scale(domain=["forget gate f", "input gate i", "output gate o", "candidate c̃", "cell state c",
                                 "hidden h"], range=[BLUE, GREEN, PURPLE, GREY, VERMILLION, ORANGE])
     base = alt.Chart().encode(
-        x=alt.X("word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
+        x=alt.X("word:N", sort="ascending", title=None,
+                axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("value:Q", title="value"),
         color=alt.Color("quantity:N", scale=colours, legend=alt.Legend(orient="bottom", title=None)),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("quantity:N"), alt.Tooltip("value:Q", format=".3f")],
@@ -399,7 +400,8 @@ def mean_forget_data(trace) -> pd.DataFrame:
 def mean_forget_chart() -> alt.Chart:
     """The mean forget gate at each word (a template of ``mean_forget_data``)."""
     return alt.Chart(table()).mark_bar(color=BLUE).encode(
-        x=alt.X("word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
+        x=alt.X("word:N", sort="ascending", title=None,
+                axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("mean forget gate:Q", scale=alt.Scale(domain=[0, 1]), title="mean forget gate f (all units)"),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("mean forget gate:Q", format=".3f"),
                  alt.Tooltip("mean input gate:Q", format=".3f")],
