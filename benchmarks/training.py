@@ -2,9 +2,9 @@
 
 Measured, never asserted in tests:
 
-- ``presets``: each quick preset from scratch, in this process through :class:`seqviz.jobs.RunManager` (the
-  app's own path: a background thread, one torch thread, the live held-out metric measured as often as keeps
-  it under seqviz.limits.TRAIN_EVAL_SHARE of the run, snapshots of the app's default sentence). The run's state
+- ``presets``: each quick preset from scratch through :class:`seqviz.jobs.RunManager` (the app's own path: a
+  Dask worker process of the app's own local cluster, one torch thread, the live held-out metric measured as often
+  as keeps it under seqviz.limits.TRAIN_EVAL_SHARE of the run, snapshots of the app's default sentence). The run's state
   is polled every ``POLL_S`` seconds for (step, seconds of training), so a held-out measure taken after step s
   is dated by the seconds of training at step s. The live metric is only measured every few seconds: "first
   reached" means "first measured at or above", and the measure before it is reported beside it.
@@ -105,13 +105,11 @@ def _first_at_least(history, threshold: float):
 
 def train_preset(manager, name: str, tokens: tuple[str, ...]) -> dict:
     """Train the preset ``name`` from scratch through ``manager`` (as the Train page does); its figures."""
-    from seqviz.models import family
-    from seqviz.runs import preset, shared_task
-    from seqviz.watch import snapshot_fn
+    from seqviz.runs import preset
+    from seqviz.worker import SnapshotView
 
     spec = preset(name).spec
-    task = shared_task(spec.task)  # the page builds it before submitting, outside the run's clock
-    snapshot = snapshot_fn(task, tokens, family(spec.family).model_class)
+    snapshot = SnapshotView.for_run(spec, tokens)  # computed on the worker, as the Train page's
     with LoadSampler() as load:
         began = time.perf_counter()
         run = manager.submit(OWNER, spec, snapshot_fn=snapshot)
@@ -119,7 +117,7 @@ def train_preset(manager, name: str, tokens: tuple[str, ...]) -> dict:
         while not run.wait(POLL_S):
             state = run.state()
             if state.step:
-                samples.append((state.step, state.elapsed_s))
+                samples.append((state.step, state.trained_s))
         wall = time.perf_counter() - began
     state = run.state()
     if state.status != "finished":
@@ -420,8 +418,8 @@ SHORT_OUT = {"accuracy_at_1", "accuracy_at_10", "accuracy_at_40", "twins_same_pr
 def markdown(figures: dict) -> str:
     """The "Train your own" section of benchmarks/report.md."""
     parts = ["## Train your own",
-             "Each quick preset from scratch through `seqviz.jobs.RunManager`, in the benchmark's process (the app's "
-             "path: a background thread, one torch thread, the live held-out metric measured as often as keeps it "
+             "Each quick preset from scratch through `seqviz.jobs.RunManager` (the app's "
+             "path: a Dask worker process, one torch thread, the live held-out metric measured as often as keeps it "
              "under 15% of the run, snapshots of the app's default sentence every 2 s). Seconds are seconds of "
              "training (the run's clock, live measuring and snapshots included). \"first >= 95%\" is the first "
              "live measure at or above 95%; the live metric is measured only every few seconds, so the crossing "

@@ -94,6 +94,7 @@ class RunState:
     worker: str | None = None  # the Dask worker's address it trains on
     worker_pid: int | None = None  # that worker's process id (never the web server's)
     expected_start_at: float | None = None  # time.time() it is expected to begin, while queued
+    trained_s: float = 0.0  # seconds of training so far, by the worker's clock (from its first step's start)
 
     @property
     def ended(self) -> bool:
@@ -188,6 +189,7 @@ class Run:
                 train_seconds=self._train_seconds, submitted_at=self._submitted_at, started_at=self._started_at,
                 ended_at=self._ended_at, phase=phase, worker=self._worker, worker_pid=self._worker_pid,
                 expected_start_at=self._expected_start_at if self._status == "queued" else None,
+                trained_s=trained,
             )
 
     @property

@@ -153,7 +153,7 @@ def train_on_worker(run_id: str, spec, snapshot_fn, snapshot_every_s: float, max
     if link.started_event.is_set():
         raise WorkerLost("its worker process stopped in the middle of the run (it was killed or ran out of memory)")
     link.started_event.set()
-    _name_os_thread("seqviz-run")
+    thread_name = _name_os_thread("seqviz-run")  # the worker's thread lives on after the run: its name comes back
     link.note(phase="starting", pid=os.getpid(), host=socket.gethostname(), worker=_worker_address())
     link.send(force=True)
     try:
@@ -161,6 +161,10 @@ def train_on_worker(run_id: str, spec, snapshot_fn, snapshot_every_s: float, max
     finally:
         with contextlib.suppress(Exception):
             link.send(force=True)
+        with contextlib.suppress(Exception):
+            link.queue.close()
+        if thread_name:
+            _name_os_thread(thread_name)
         gc.collect()
         _give_memory_back()
 
@@ -267,11 +271,19 @@ def _worker_address() -> str | None:
     return None
 
 
-def _name_os_thread(name: str) -> None:
+def _name_os_thread(name: str) -> str | None:
     """Name the calling thread for the OS too (Linux: ``top -H``, /proc/<pid>/task/<tid>/comm), so the CPU that
-    training takes can be told from the rest of the worker's (tests/load reads it); elsewhere it does nothing."""
-    with contextlib.suppress(OSError), open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as comm:
-        comm.write(name[:15])
+    training takes can be told from the rest of the worker's (tests/load reads it); returns the name it had (None
+    where the OS does not say, and then it does nothing)."""
+    path = f"/proc/self/task/{threading.get_native_id()}/comm"
+    try:
+        with open(path) as comm:
+            before = comm.read().strip()
+        with open(path, "w") as comm:
+            comm.write(name[:15])
+    except OSError:
+        return None
+    return before
 
 
 def _give_memory_back() -> None:

@@ -192,12 +192,11 @@ def queue_text(state) -> str:
 
 def progress_text(state) -> str:
     """A training run's progress line; before its first step, what it is doing (never a frozen "Step 0")."""
-    if state.step == 0 or state.phase not in (None, "training"):
-        doing = (state.phase or "starting").capitalize()
-        done = f" (step {state.step} of {state.steps})" if state.step else ""
-        return f"{doing}…{done} · {state.elapsed_s:.0f} s"
+    doing = state.phase if state.phase not in (None, "training") else None
+    if state.step == 0:
+        return f"{(doing or 'starting').capitalize()}… · {state.elapsed_s:.0f} s"
     left = f", about {state.eta_s:.0f} s left" if state.eta_s is not None else ""
-    return f"Step {state.step} of {state.steps} · {state.elapsed_s:.0f} s{left}"
+    return f"Step {state.step} of {state.steps} · {state.elapsed_s:.0f} s{left}" + (f" · {doing}…" if doing else "")
 
 
 def server_status() -> None:

@@ -34,7 +34,7 @@ OUTPUT = ROOT / "test-output"
 FIGURES = OUTPUT / "load-figures.json"
 LOG = OUTPUT / "load-streamlit.log"
 ORPHAN_TIMEOUT_S = 4  # the test server's SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (the app's default is 60)
-TRAIN_THREAD = "seqviz-run"  # the OS name seqviz.jobs gives a training thread
+TRAIN_THREAD = "seqviz-run"  # the OS name seqviz.worker gives the worker thread that trains a run
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 wait_for_app = moves.wait_for_app
@@ -76,15 +76,42 @@ class Server:
                 found[key] = int(value.split()[0]) / 1024
         return {"rss_mb": round(found["VmRSS"], 1), "peak_mb": round(found["VmHWM"], 1)}
 
-    def threads(self, name: str) -> dict[int, float]:
-        """tid -> CPU seconds of the server's living threads called ``name``."""
-        found = {}
-        for task in Path(f"/proc/{self.pid}/task").iterdir():
+    def workers(self) -> list[int]:
+        """Process ids of the server's training workers (its Dask cluster's processes: nannies and workers)."""
+        import psutil
+
+        try:
+            return [child.pid for child in psutil.Process(self.pid).children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def workers_memory_mb(self) -> float:
+        """Resident memory of the server's training worker processes together, in MB."""
+        import psutil
+
+        total = 0
+        for pid in self.workers():
             try:
-                if (task / "comm").read_text().strip() == name:
-                    found[int(task.name)] = _cpu(task / "stat")
-            except (OSError, ValueError):  # the thread ended while we looked
+                total += psutil.Process(pid).memory_info().rss
+            except psutil.Error:  # ended while we looked
                 continue
+        return round(total / 2**20, 1)
+
+    def threads(self, name: str) -> dict[int, float]:
+        """tid -> CPU seconds of the living threads called ``name`` of the server and its training workers (a
+        worker names the thread that trains a run ``seqviz-run`` while the run lasts)."""
+        found = {}
+        for pid in [self.pid, *self.workers()]:
+            try:
+                tasks = list(Path(f"/proc/{pid}/task").iterdir())
+            except OSError:  # the process ended while we looked
+                continue
+            for task in tasks:
+                try:
+                    if (task / "comm").read_text().strip() == name:
+                        found[int(task.name)] = _cpu(task / "stat")
+                except (OSError, ValueError):  # the thread ended while we looked
+                    continue
         return found
 
     def log_text(self) -> str:
@@ -98,10 +125,12 @@ def _cpu(stat: Path) -> float:
 
 @pytest.fixture(scope="session")
 def classroom():
-    """`streamlit run app.py` on a free port, reaping closed tabs' runs after ORPHAN_TIMEOUT_S."""
+    """`streamlit run app.py` on a free port, reaping closed tabs' runs after ORPHAN_TIMEOUT_S, with one training
+    worker whatever the host's cores (so the second of two runs waits in the queue)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     # The server's file watcher is off (.streamlit/config.toml), as in scripts/serve.
-    with moves.streamlit_server(LOG, {"SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S)}) as (url, process):
+    with moves.streamlit_server(LOG, {"SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S),
+                                           "SEQVIZ_TRAIN_WORKERS": "1"}) as (url, process):
         yield Server(url, process)
 
 
