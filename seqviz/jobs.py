@@ -459,7 +459,13 @@ class RunManager:
     def _estimate_locked(self, spec: RunSpec) -> float:
         """Seconds ``spec`` is expected to take from leaving the queue to its end."""
         steps = 1 if spec.family == "bow" else spec.steps
-        paces = self._paces.get(_shape(spec))
+        paces = list(self._paces.get(_shape(spec), ()))
+        if not paces:  # none of this shape has ended yet: the pace of those training now
+            for run in self._running:
+                with run._lock:
+                    step, trained = run._step, run._train_elapsed
+                if step >= 5 and _shape(run.spec) == _shape(spec):
+                    paces.append(trained / step)
         overhead = sum(self._overheads) / len(self._overheads) if self._overheads else OVERHEAD_GUESS_S
         training = sum(paces) / len(paces) * steps if paces else GUESS_RUN_S
         return min(training, self.max_seconds) + overhead
