@@ -48,6 +48,29 @@ def model_colour(family: str, yours: int | None = None) -> str:
     return FAMILY_COLOURS.get(family, GREY)
 
 
+def model_legend(title: str | None = None) -> alt.Legend:
+    """Models listed one per line under the chart: a row of long names ran off a narrow chart's edge. (Each line
+    needs room: seqviz.ui gives a chart LEGEND_ROW_PX more height per line, see legend_rows.)"""
+    return alt.Legend(orient="bottom", title=title, labelLimit=MODEL_LABEL_PX, columns=1)
+
+
+LEGEND_ROW_PX = 30  # one line of a legend (a point symbol needs 30 px, a line 18)
+
+
+def legend_rows(spec) -> int:
+    """The most lines any legend of a chart's spec takes (entries of its scale's domain over its columns)."""
+    rows = 1
+    if isinstance(spec, dict):
+        legend, domain = spec.get("legend"), (spec.get("scale") or {}).get("domain") if isinstance(
+            spec.get("scale"), dict) else None
+        if isinstance(legend, dict) and legend.get("columns") and isinstance(domain, list):
+            rows = -(-len(domain) // legend["columns"])
+        return max([rows, *(legend_rows(value) for value in spec.values())])
+    if isinstance(spec, list):
+        return max([rows, *(legend_rows(value) for value in spec)])
+    return rows
+
+
 def model_colours(colours: dict[str, str]) -> alt.Scale:
     """A colour scale for {model label: colour} (see model_colour), in the order given."""
     return alt.Scale(domain=list(colours), range=list(colours.values()))
@@ -472,7 +495,7 @@ def probabilities_chart(models: tuple[str, ...], title: str = "") -> alt.Chart:
         y=alt.Y("model:N", sort=list(models), title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX)),
         x=alt.X("probability:Q", stack="normalize", title="probability of each team", axis=alt.Axis(format="%")),
         color=alt.Color("class:N", scale=alt.Scale(range=[BLUE, ORANGE, GREEN, PURPLE]),
-                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX, columns=2)),
         order=alt.Order("class:N"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("class:N"), alt.Tooltip("probability:Q", format=".3f"),
                  alt.Tooltip("predicted:N")],
@@ -511,8 +534,7 @@ def saliency_chart(colours: dict[str, str]) -> alt.LayerChart:
     base = alt.Chart().encode(
         x=alt.X("steps back from the end:Q", title="steps back from the last word", axis=alt.Axis(tickMinStep=1)),
         y=alt.Y("gradient size:Q", scale=alt.Scale(type="log"), title="‖∂ score / ∂ xₜ‖ (log scale)"),
-        color=alt.Color("model:N", scale=model_colours(colours),
-                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
+        color=alt.Color("model:N", scale=model_colours(colours), legend=model_legend()),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("word:N"), alt.Tooltip("steps back from the end:Q"),
                  alt.Tooltip("gradient size:Q", format=".3e"), alt.Tooltip("predicted:N")],
     )
@@ -549,10 +571,10 @@ def jacobian_chart(colours: dict[str, str]) -> alt.LayerChart:
                  alt.Tooltip("norm:Q", format=".3e")],
     )
     measured = alt.Chart().mark_line(strokeWidth=2.5).encode(
-        color=alt.Color("model:N", scale=model_colours(colours),
-                        legend=alt.Legend(orient="bottom", title="model", labelLimit=MODEL_LABEL_PX)),
+        color=alt.Color("model:N", scale=model_colours(colours), legend=model_legend("model")),
         strokeDash=alt.StrokeDash("state:N", sort="ascending", scale=alt.Scale(range=[[1, 0], [6, 4], [8, 3, 2, 3]]),
-                                  legend=alt.Legend(orient="bottom", title="weights", labelLimit=300, symbolSize=400)),
+                                  legend=alt.Legend(orient="bottom", title="weights", labelLimit=300, symbolSize=400,
+                                                    columns=1)),
         **encode).transform_filter(~alt.datum.bound)
     bound = alt.Chart().mark_line(strokeWidth=1.2, color=GREY, strokeDash=[2, 3]).encode(
         detail="model:N", **encode).transform_filter(alt.datum.bound)
@@ -637,8 +659,7 @@ def memory_accuracy_chart(colours: dict[str, str], chance: float) -> alt.LayerCh
     base = alt.Chart().encode(
         x=alt.X("distance:Q", title="distance: words between the first word and the answer"),
         y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="held-out accuracy"),
-        color=alt.Color("model:N", sort=names, scale=model_colours(colours),
-                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
+        color=alt.Color("model:N", sort=names, scale=model_colours(colours), legend=model_legend()),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("distance:Q"), alt.Tooltip("accuracy:Q", format=".1%")],
     )
     marks = pd.DataFrame({"x": [20], "y": [chance], "label": [f"chance {chance:.1%}"]})
@@ -673,8 +694,7 @@ def translation_by_length_chart(metadata: dict[str, dict], colours: dict[str, st
     base = alt.Chart(data).encode(
         x=alt.X("middle:Q", title="source sentence length (tokens, bucket middle)"),
         y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric),
-        color=alt.Color("model:N", sort=names, scale=model_colours(colours),
-                        legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX)),
+        color=alt.Color("model:N", sort=names, scale=model_colours(colours), legend=model_legend()),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("source length:N"), alt.Tooltip("value:Q", format=".1%"),
                  alt.Tooltip("n:Q", title="sentences")],
     )

@@ -186,7 +186,7 @@ def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
         # Keep the chart's own fixed tables (a reference point, say) beside the sentence's.
         spec = {**spec, "datasets": {**spec.get("datasets", {}), charts.TABLE: table}}
     st.vega_lite_chart(spec=spec, width="content" if _has_own_width(figure) else "stretch",
-                       height=_height_of(figure))
+                       height=_height_of(figure, spec))
     row = st.container(horizontal=True)
     row.download_button("CSV", data=_csv_of(data), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")
@@ -233,10 +233,13 @@ def _has_own_width(figure: alt.TopLevelMixin) -> bool:
     return isinstance(getattr(figure, "width", alt.Undefined), alt.Step)
 
 
-def _height_of(figure: alt.TopLevelMixin) -> int | str:
-    """The chart's own height plus room for its title, axes and legend; Streamlit's "content" squashes it."""
+def _height_of(figure: alt.TopLevelMixin, spec: dict) -> int | str:
+    """The chart's own height plus room for its title, axes and legend (a legend of several lines gets a line's
+    height for each): Streamlit's "content" squashes it, and a fixed height too small squeezes the plot."""
     height = getattr(figure, "height", alt.Undefined)
-    return int(height) + 110 if isinstance(height, int | float) else "content"
+    if not isinstance(height, int | float):
+        return "content"
+    return int(height) + 110 + charts.LEGEND_ROW_PX * (charts.legend_rows(spec) - 1)
 
 
 def _csv_of(data: pd.DataFrame) -> Callable[[], bytes]:

@@ -101,13 +101,14 @@ def test_alignment_and_heads_charts():
     assert charts.draws_table(_spec(charts.attention_heads_chart(charts.heads_cell_px(4))))
 
 
-def test_templates_keep_the_table_order_and_fixed_charts_keep_their_data():
-    """A template's axes follow the table's rows (position labels, in order), so no word list is in its spec;
-    a chart of fixed data carries it inline. tests/pages/test_chart_specs.py checks a page's specs against
-    two sentences."""
+def test_templates_sort_by_position_and_fixed_charts_keep_their_data():
+    """A template's axes sort its position labels ("01 the", "02 cat"), so no word list is in its spec and a
+    renamed word keeps its place when the browser swaps tables; a chart of fixed data carries it inline.
+    tests/pages/test_chart_specs.py checks a page's specs against two sentences."""
     spec = _spec(charts.alignment_chart(title="t"))
     rect = spec["layer"][0]["encoding"]
-    assert rect["x"]["sort"] is None and rect["y"]["sort"] is None
+    assert rect["x"]["sort"] == "ascending" and rect["y"]["sort"] == "ascending"
+    assert charts.position_labels(["b", "a"] * 6) == sorted(charts.position_labels(["b", "a"] * 6))
     worked = ex.worked_attention(ex.CHAPTER_QUERY, ex.CHAPTER_KEYS, ex.CHAPTER_WORDS)
     assert not charts.draws_table(_spec(charts.attention_weights_chart(worked)))
 
@@ -122,3 +123,22 @@ def test_jacobian_chart_draws_trained_solid_and_untrained_dashed():
     dash = next(layer["encoding"]["strokeDash"] for layer in spec["layer"] if "strokeDash" in layer["encoding"])
     assert dash["sort"] == "ascending"  # trained, untrained, with W_h × s
     assert dash["scale"]["range"][:2] == [[1, 0], [6, 4]]  # solid, dashed
+
+
+def test_a_model_legend_lists_one_model_per_line_and_asks_room_for_each():
+    """Long model names in a row ran off a narrow chart; one per line, with a line's height each."""
+    from seqviz import charts
+
+    colours = {f"model {i} with a long name (yours)": charts.model_colour("lstm", i) for i in range(6)}
+    assert charts.legend_rows(charts.saliency_chart(colours).to_dict(validate=False)) == 6
+    assert charts.legend_rows(charts.jacobian_chart(colours).to_dict(validate=False)) == 6
+    assert charts.legend_rows(charts.gradient_chart().to_dict(validate=False)) == 1
+
+
+def test_a_visitors_model_keeps_its_colour_whatever_else_is_on_the_chart():
+    from seqviz import charts
+
+    assert charts.model_colour("lstm") == charts.FAMILY_COLOURS["lstm"]
+    assert charts.model_colour("lstm", 0) == charts.model_colour("rnn", 0)  # by its place, not its family
+    assert len({charts.model_colour("lstm", i) for i in range(len(charts.YOUR_COLOURS))}) == len(charts.YOUR_COLOURS)
+    assert not set(charts.YOUR_COLOURS) & set(charts.FAMILY_COLOURS.values())
