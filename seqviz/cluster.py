@@ -121,6 +121,7 @@ class Cluster:
                 self._local = LocalCluster(
                     n_workers=self.workers or local_worker_count(), threads_per_worker=1, processes=True,
                     host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
+                    preload=["seqviz.worker"],  # torch loaded as each worker starts (seqviz.worker.dask_setup)
                 )
                 self._client = Client(self._local, set_as_default=False)
             except Exception as error:

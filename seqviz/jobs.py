@@ -179,7 +179,7 @@ class Run:
                 eta = 0.0
             began, ended = self._started_at, self._ended_at
             elapsed = 0.0 if began is None else max(0.0, (ended or time.time()) - began)
-            phase = PHASES.get(self._phase, self._phase) if self._status == "running" else None
+            phase = PHASES.get(self._phase, self._phase) if self._status in ("running", "queued") else None
             return RunState(
                 id=self.id, name=self.name, spec=self.spec, status=self._status, queue_position=self._queue_position,
                 step=step, steps=steps, elapsed_s=elapsed, eta_s=eta, losses=tuple(self._losses),
@@ -478,7 +478,8 @@ class RunManager:
         for run in self._running:
             with run._lock:
                 started, step, steps, trained = run._started_at, run._step, run._steps, run._train_elapsed
-            if step > 0:  # its own pace so far, and half a typical overhead for its last measure and saving
+            if step >= 10:  # its own pace so far (the first measure, at step 1, is over), and half a typical
+                # overhead for its last measure and saving
                 left = min(trained / step * (steps - step), self.max_seconds - trained) + overhead / 2
             else:
                 left = self._estimate_locked(run.spec) - (now - (started or now))
@@ -604,6 +605,9 @@ class RunManager:
                     and not self._connect_wanted:
                 return
             self._starting = True
+            if not self.cluster.external:
+                for run in self._queue:
+                    run._set(phase="cluster")
         try:
             self.cluster.client()
             problem = None
@@ -617,6 +621,8 @@ class RunManager:
             queued = list(self._queue) if problem else []
             if problem:
                 self._queue.clear()
+            for run in self._queue:  # started: they wait for a worker like any other run now
+                run._set(phase=None)
         self._connect_done.set()
         for run in queued:  # nothing to train them on: say why
             self._end(run, status="failed", error=f"Training is unavailable: {problem}")

@@ -39,6 +39,7 @@ from typing import Any
 from seqviz import limits
 
 PHASES = {
+    "cluster": "starting the training workers (the server's first run)",
     "starting": "starting on a training worker",
     "data": "loading the task's data",
     "building": "building the model",
@@ -46,6 +47,16 @@ PHASES = {
     "measuring": "measuring on held-out data",
     "saving": "measuring the trained model and saving it",
 }
+
+
+def dask_setup(worker) -> None:
+    """Run by every worker as it starts (the app's own cluster preloads this module; on another cluster:
+    ``dask worker --preload seqviz.worker``): torch is loaded and set to one thread and deterministic algorithms
+    before the first run, instead of in its first seconds."""
+    from seqviz.runtime import configure_torch
+
+    configure_torch()
+    import seqviz.train  # noqa: F401  (torch and the models, imported once)
 
 
 class WorkerLost(RuntimeError):

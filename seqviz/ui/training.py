@@ -181,6 +181,8 @@ def queue_text(state) -> str:
     to start in about 2 min (13:05, server clock)." """
     import time
 
+    if state.phase:  # the workers are starting: nothing waits in front of it
+        return f"{state.phase.capitalize()}…"
     text = f"Waiting for a training worker: place {state.queue_position} in the queue"
     if state.expected_start_at is not None:
         wait = max(0.0, state.expected_start_at - time.time())
