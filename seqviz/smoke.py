@@ -14,6 +14,9 @@ First the server's health (``URL/_stcore/health``); then, for each page:
    must hold an address under URL.
 
 It prints one line per page (page, OK or FAIL, seconds, reason) and exits 0 only when every page passed.
+``--resolve HOST:ADDRESS`` (as curl's) sends HOST's requests to ADDRESS, for the health check and in Chromium:
+a proxy under its own host name checked before that name is in the DNS, or in a test.
+
 It needs Playwright and Debian's Chromium (``pip install -r requirements-dev.txt``, ``scripts/ensure-chromium``)
 and never imports streamlit: it checks the app from the outside, as a visitor's browser sees it.
 """
@@ -21,7 +24,10 @@ and never imports streamlit: it checks the app from the outside, as a visitor's 
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
+import socket
+import ssl
 import sys
 import time
 import urllib.request
@@ -70,14 +76,55 @@ def normalize_base(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
-def check_health(base: str, timeout: float = 10.0) -> str | None:
+def parse_resolve(values: Sequence[str]) -> dict[str, str]:
+    """["seqviz.test:127.0.0.1"] -> {"seqviz.test": "127.0.0.1"} (the address may be IPv6: host:::1)."""
+    mapping = {}
+    for value in values:
+        host, sep, address = value.partition(":")
+        if not sep or not host or not address:
+            raise ValueError(f"--resolve wants HOST:ADDRESS, got {value!r}")
+        mapping[host.lower()] = address
+    return mapping
+
+
+def resolver_rules(resolve: dict[str, str]) -> list[str]:
+    """Chromium's flag that sends each host's requests to its address."""
+    if not resolve:
+        return []
+    return ["--host-resolver-rules=" + ", ".join(f"MAP {host} {address}" for host, address in resolve.items())]
+
+
+def check_health(base: str, timeout: float = 10.0, resolve: dict[str, str] | None = None) -> str | None:
     """None when URL/_stcore/health answers "ok", else why not."""
+    url = f"{base}/_stcore/health"
     try:
-        with urllib.request.urlopen(f"{base}/_stcore/health", timeout=timeout) as reply:
-            body = reply.read(200).decode("utf-8", "replace").strip()
-            return None if reply.status == 200 else f"health answered {reply.status} {body!r}"
+        parts = urlsplit(url)
+        address = (resolve or {}).get((parts.hostname or "").lower())
+        if address is None:
+            with urllib.request.urlopen(url, timeout=timeout) as reply:
+                status, body = reply.status, reply.read(200)
+        else:
+            status, body = _get_at(parts, address, timeout)
+        text = body.decode("utf-8", "replace").strip()
+        return None if status == 200 else f"health answered {status} {text!r}"
     except Exception as error:  # any failure to reach the server is the answer
-        return f"{base}/_stcore/health did not answer: {error}"
+        return f"{url} did not answer: {error}"
+
+
+def _get_at(parts, address: str, timeout: float) -> tuple[int, bytes]:
+    """GET the URL from ``address`` instead of its host's own, with the URL's host name in Host (and TLS SNI)."""
+    https = parts.scheme == "https"
+    port = parts.port or (443 if https else 80)
+    connection = (http.client.HTTPSConnection if https else http.client.HTTPConnection)(parts.hostname, port,
+                                                                                         timeout=timeout)
+    sock = socket.create_connection((address, port), timeout=timeout)
+    connection.sock = ssl.create_default_context().wrap_socket(sock, server_hostname=parts.hostname) if https else sock
+    try:
+        connection.request("GET", parts.path or "/", headers={"Host": parts.netloc})
+        reply = connection.getresponse()
+        return reply.status, reply.read(200)
+    finally:
+        connection.close()
 
 
 def check_page(pg, base: str, path: str, timeout_s: float) -> PageResult:
@@ -203,14 +250,15 @@ def _dialog_text(pg) -> str:
 
 
 def run(base_url: str, paths: Sequence[str], *, timeout_s: float = 90.0, chromium: str = CHROMIUM,
-        screenshots: Path | None = None, echo=print) -> list[PageResult]:
-    """Check each page in one Chromium; ``echo`` gets each page's line as soon as it is known."""
+        screenshots: Path | None = None, echo=print, chromium_args: Sequence[str] = ()) -> list[PageResult]:
+    """Check each page in one Chromium (``chromium_args`` added to its flags); ``echo`` gets each page's line as
+    soon as it is known."""
     from playwright.sync_api import sync_playwright
 
     base = normalize_base(base_url)
     results = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=list(CHROMIUM_FLAGS), headless=True)
+        browser = p.chromium.launch(executable_path=chromium, args=[*CHROMIUM_FLAGS, *chromium_args], headless=True)
         try:
             # One context for every page: the app's scripts come from the browser's cache after the first page.
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -238,11 +286,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds allowed per page (default 90)")
     parser.add_argument("--chromium", default=CHROMIUM, help=f"Chromium to drive (default {CHROMIUM})")
     parser.add_argument("--screenshots", type=Path, help="save a screenshot of each failed page here")
+    parser.add_argument("--resolve", action="append", default=[], metavar="HOST:ADDRESS",
+                        help="send HOST's requests to ADDRESS (as curl's --resolve, without the port), e.g. "
+                             "--resolve seqviz.example.org:127.0.0.1; may be given more than once")
     args = parser.parse_args(argv)
+    try:
+        resolve = parse_resolve(args.resolve)
+    except ValueError as error:
+        parser.error(str(error))
 
     base = normalize_base(args.url)
     paths = [p.strip().strip("/") for p in args.pages.split(",")] if args.pages is not None else page_paths()
-    problem = check_health(base)
+    problem = check_health(base, resolve=resolve)
     if problem:
         print(f"FAIL  {problem}", file=sys.stderr)
         return 1
@@ -253,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     start = time.monotonic()
     results = run(base, paths, timeout_s=args.timeout, chromium=args.chromium, screenshots=args.screenshots,
-                  echo=lambda line: print(line, flush=True))
+                  echo=lambda line: print(line, flush=True), chromium_args=resolver_rules(resolve))
     passed = sum(r.ok for r in results)
     print(f"{passed}/{len(results)} pages OK in {time.monotonic() - start:.1f} s at {base}", flush=True)
     return 0 if results and passed == len(results) else 1
