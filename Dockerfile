@@ -1,12 +1,15 @@
 # seqviz in a container, for any host: Hugging Face Spaces (Docker SDK), Cloud Run, a university server.
 #
-#   docker build -t seqviz .
+#   docker build -t seqviz .                     # podman: podman build --format docker -t seqviz .
 #   docker run --rm -p 8501:8501 seqviz                                   # http://localhost:8501
 #   docker run --rm -p 8080:8080 -e PORT=8080 -e SEQVIZ_BASE_PATH=seqviz seqviz   # http://localhost:8080/seqviz/
 #
 # The same pins as requirements.txt (the README's install), with torch's CPU wheels (hosting/requirements.txt),
 # so the image holds no CUDA. The trained models ship in assets/models/: nothing is downloaded at run time.
-FROM python:3.11-slim
+# BASE_IMAGE: any Debian-like image with Python 3.11 and pip on PATH; scripts/check-container builds on a stand-in
+# made from Debian's archive where no registry is reachable.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

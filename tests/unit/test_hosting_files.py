@@ -40,7 +40,7 @@ def test_dockerfile_slim_python_cpu_torch_non_root_and_one_start_command():
     steps = _dockerfile()
     kinds = [kind for kind, _ in steps]
     args = dict(steps)  # the last of each kind
-    assert steps[0] == ("FROM", "python:3.11-slim")
+    assert steps[:2] == [("ARG", "BASE_IMAGE=python:3.11-slim"), ("FROM", "${BASE_IMAGE}")]
     assert ("RUN", "pip install -r hosting/requirements.txt") in steps
     user = args["USER"]
     assert user not in ("root", "0") and kinds.index("USER") > max(i for i, k in enumerate(kinds) if k == "RUN")
@@ -68,12 +68,65 @@ def test_dockerignore_keeps_what_the_app_needs():
     assert {".git", ".venv", "tests", "test-output"} <= patterns
 
 
-@pytest.mark.parametrize("script", ["scripts/serve", "scripts/smoke"])
+@pytest.mark.parametrize("script", ["scripts/serve", "scripts/smoke", "scripts/ensure-packages",
+                                    "scripts/check-container"])
 def test_scripts_are_executable_and_parse(script):
     path = ROOT / script
     assert os.access(path, os.X_OK)
-    shell = "bash" if path.read_text().startswith("#!/usr/bin/env bash") else "sh"
+    first = path.read_text().splitlines()[0]
+    if first == "#!/usr/bin/env python3":
+        compile(path.read_text(), str(path), "exec")
+        return
+    shell = "bash" if first == "#!/usr/bin/env bash" else "sh"
     assert subprocess.run([shell, "-n", str(path)], capture_output=True).returncode == 0
+
+
+def _nginx_directives() -> dict[str, list[str]]:
+    """hosting/nginx.conf's directives, name -> every value given (comments dropped)."""
+    text = "\n".join(line.split("#", 1)[0] for line in (ROOT / "hosting" / "nginx.conf").read_text().splitlines())
+    found: dict[str, list[str]] = {}
+    for statement in re.split(r"[;{}]", text):
+        words = statement.split()
+        if words:
+            found.setdefault(words[0], []).append(" ".join(words[1:]))
+    return found
+
+
+def _megabytes(size: str) -> float:
+    units = {"k": 1 / 1024, "m": 1, "g": 1024}
+    return float(size[:-1]) * units[size[-1].lower()] if size[-1].isalpha() else float(size) / 2**20
+
+
+def test_nginx_recipe_keeps_the_port_and_takes_the_largest_upload():
+    import tomllib
+
+    nginx = _nginx_directives()
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert set(nginx["proxy_set_header"]) >= {"Host $http_host", "Upgrade $http_upgrade"}
+    assert "Host $host" not in nginx["proxy_set_header"]
+    from seqviz.limits import MAX_UPLOAD_MB
+
+    body = _megabytes(nginx["client_max_body_size"][0])
+    assert body > config["server"]["maxUploadSize"] and body > MAX_UPLOAD_MB
+    assert all(_seconds(v) >= 3600 for v in nginx["proxy_read_timeout"])
+    assert "application/javascript" in nginx["gzip_types"][0] and nginx["gzip"] == ["on"]
+    assert nginx["proxy_cache"] == ["seqviz_static"] and "location" in nginx
+    assert any(v.startswith("/seqviz/") for v in nginx["location"])
+
+
+def _seconds(value: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    return float(value[:-1]) * units[value[-1]] if value[-1] in units else float(value)
+
+
+def test_streamlit_never_looks_up_an_external_address():
+    """browser.serverAddress set: a headless start on 0.0.0.0 asks no web service for this host's address
+    (tests/browser/test_hosting.py checks it in a network namespace)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["browser"]["serverAddress"] == "localhost"
+    assert config["browser"]["gatherUsageStats"] is False
 
 
 def _serve_with_stub(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
