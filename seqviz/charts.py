@@ -17,6 +17,8 @@ last. Their sizes are steps per word.
 
 from __future__ import annotations
 
+import textwrap
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -69,6 +71,25 @@ def legend_rows(spec) -> int:
     if isinstance(spec, list):
         return max([rows, *(legend_rows(value) for value in spec)])
     return rows
+
+
+TITLE_LINE_CHARS = 44  # a title line that fits a phone's chart (about 330 px of 14 px bold text)
+
+
+def wrap_titles(spec):
+    """The spec with every chart title longer than a phone's line broken into lines (Vega draws a list of
+    strings as lines; a long title on one line ended in "…" on a narrow screen)."""
+    if isinstance(spec, list):
+        return [wrap_titles(value) for value in spec]
+    if not isinstance(spec, dict):
+        return spec
+    wrapped = {key: wrap_titles(value) for key, value in spec.items()}
+    title = spec.get("title")
+    if isinstance(title, str) and len(title) > TITLE_LINE_CHARS and ("mark" in spec or "layer" in spec
+                                                                     or "concat" in spec or "hconcat" in spec
+                                                                     or "vconcat" in spec or "facet" in spec):
+        wrapped["title"] = textwrap.wrap(title, TITLE_LINE_CHARS)
+    return wrapped
 
 
 def model_colours(colours: dict[str, str]) -> alt.Scale:

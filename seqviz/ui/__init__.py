@@ -209,7 +209,7 @@ def _spec_of(figure: alt.TopLevelMixin) -> dict:
 
     spec = vars(figure).get("_streamlit_spec")
     if spec is None:
-        spec = _convert_altair_to_vega_lite_spec(_unchecked(figure))
+        spec = charts.wrap_titles(_convert_altair_to_vega_lite_spec(_unchecked(figure)))
         object.__setattr__(figure, "_streamlit_spec", spec)
     return spec
 

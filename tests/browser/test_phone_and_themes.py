@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import assert_no_exception, full_page_screenshot, wait_for_app
+from conftest import SHOTS, assert_no_exception, full_page_screenshot, wait_for_app
 from playwright.sync_api import expect
 
 from seqviz.story import PAGES
@@ -72,9 +72,14 @@ def test_every_page_fits_a_phone(app_url, phone):
         wait_for_app(phone)
         assert_no_exception(phone)
         found = phone.evaluate(OVERFLOW)
+        name = story_page.url_path or "home"
         if found:
-            too_wide[story_page.url_path or "home"] = found
-        full_page_screenshot(phone, f"phone-{story_page.url_path or 'home'}")
+            too_wide[name] = found
+        charts = phone.locator("[data-testid=stVegaLiteChart]")
+        if charts.count():  # what a phone's screen shows around the page's first chart
+            charts.first.scroll_into_view_if_needed()
+        phone.screenshot(path=str(SHOTS / f"phone-view-{name}.png"))
+        full_page_screenshot(phone, f"phone-{name}")
     assert not too_wide, f"wider than a 390 px screen: {too_wide}"
 
 

@@ -142,3 +142,14 @@ def test_a_visitors_model_keeps_its_colour_whatever_else_is_on_the_chart():
     assert charts.model_colour("lstm", 0) == charts.model_colour("rnn", 0)  # by its place, not its family
     assert len({charts.model_colour("lstm", i) for i in range(len(charts.YOUR_COLOURS))}) == len(charts.YOUR_COLOURS)
     assert not set(charts.YOUR_COLOURS) & set(charts.FAMILY_COLOURS.values())
+
+
+def test_long_chart_titles_break_into_lines_a_phone_can_show():
+    from seqviz import charts
+
+    spec = charts.wrap_titles(charts.memory_accuracy_chart({"rnn": charts.model_colour("rnn")}, 0.125).to_dict(
+        validate=False))
+    assert isinstance(spec["title"], list) and all(len(line) <= charts.TITLE_LINE_CHARS for line in spec["title"])
+    assert " ".join(spec["title"]) == "Remember the first word: held-out accuracy against distance"
+    short = charts.wrap_titles(charts.gradient_chart().to_dict(validate=False))
+    assert short["title"] == "How much gradient reaches k steps back"
