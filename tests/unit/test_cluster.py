@@ -6,7 +6,9 @@ Every process started here listens on 127.0.0.1 and is stopped at the end; each 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -68,13 +70,15 @@ def loopback_cluster():
     processes = [subprocess.Popen([DASK, "scheduler", "--port", str(port), *common], env=env, cwd=ROOT,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     processes.append(subprocess.Popen([DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", *common],
-                                      env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                      env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))  # its own process group: the nanny and its worker
     try:
         yield address, processes[1]
     finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in reversed(processes):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(processes[1].pid, signal.SIGKILL)  # no graceful close needed: nothing of theirs is kept
+        processes[0].terminate()
+        for process in processes:
             try:
                 process.wait(15)
             except subprocess.TimeoutExpired:
