@@ -146,7 +146,15 @@ def measure(cluster_kind: str, students: int, steps: int, workers: int | None, s
             except RunRefused as error:
                 refused.append(str(error))
         peak_workers_mb = 0.0
+        reported: set[str] = set()
         while not all(run.wait(0) for run in runs):
+            for run in runs:
+                if run.wait(0) and run.id not in reported:  # a line per ended run, as it ends
+                    reported.add(run.id)
+                    state = run.state()
+                    print(f"{time.monotonic() - began:7.1f} s: run {len(reported)} {state.status}, waited "
+                          f"{state.waited_s or 0:.0f} s, trained {state.train_seconds or 0:.0f} s, metric "
+                          f"{state.metric}", file=sys.stderr, flush=True)
             for run in runs:
                 state = run.state()
                 if state.status == "queued" and state.expected_start_at is not None:
