@@ -146,3 +146,24 @@ def test_a_moved_widget_travels_in_the_share_link(app_url, browser, page):
         assert "Writing" in student.get_by_test_id("stMain").inner_text()
     finally:
         other.close()
+
+
+@pytest.mark.browser
+def test_the_viewer_switches_to_dark_and_back(app_url, page):
+    """A light browser gets the light theme; the app menu's Dark and Light switch it for this viewer."""
+    page.goto(f"{app_url}/order")
+    wait_for_app(page)
+
+    def background() -> float:
+        return _luminance(page.evaluate(
+            "() => getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor"))
+
+    assert background() > 0.9
+    for choice, dark in (("Dark", True), ("Light", False)):
+        page.get_by_test_id("stMainMenu").click()
+        page.get_by_role("menuitemradio", name=choice, exact=True).click()
+        page.keyboard.press("Escape")
+        page.wait_for_function(
+            "dark => { const c = getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor;"
+            " const [r, g, b] = c.match(/\\d+/g).map(Number); return ((r + g + b) / 3 < 80) === dark; }", arg=dark)
+        assert (background() < 0.15) if dark else (background() > 0.9)
