@@ -214,6 +214,31 @@ def measure(cluster_kind: str, students: int, steps: int, workers: int | None, s
     return figures
 
 
+ROWS = [("cluster", "cluster"), ("workers", "workers"), ("students", "students"), ("spec", "run"),
+        ("accepted", "accepted"), ("refused", "refused"), ("seconds_to_last_end", "first submit to last end, s"),
+        ("longest_wait_s", "longest wait, s"), ("median_wait_s", "median wait, s"),
+        ("train_seconds_median", "training per run (median), s"), ("run_seconds_median", "a run, start to end "
+         "(median), s"), ("estimate_relative_error_median", "expected start's error (median, of the wait left)"),
+        ("workers_peak_rss_mb", "a worker's peak RSS, MB"), ("health_p95_s", "health check p95, s"),
+        ("health_failures", "health check failures"), ("load_average_at_end", "load average at the end")]
+
+
+def table(paths: list[Path]) -> str:
+    """The figures of several measurements side by side, as a Markdown table."""
+    runs = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
+    lines = ["| | " + " | ".join(f"measure {n + 1}" for n in range(len(runs))) + " |",
+             "|---|" + "---|" * len(runs)]
+    for key, label in ROWS:
+        values = []
+        for figures in runs:
+            value = figures.get(key)
+            if isinstance(value, list | tuple):
+                value = " / ".join(f"{v:.1f}" for v in value)
+            values.append("–" if value is None else str(value))
+        lines.append(f"| {label} | " + " | ".join(values) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cluster", choices=("local", "external"), default="local")
@@ -223,7 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spread", type=float, default=5.0, help="seconds over which the class submits")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="also write the figures here (JSON)")
+    parser.add_argument("--table", type=Path, nargs="+", default=None,
+                        help="measure nothing: print these JSON files' figures as one Markdown table")
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(args.table))
+        return 0
     figures = measure(args.cluster, args.students, args.steps, args.workers, args.spread, args.seed)
     text = json.dumps(figures, indent=2)
     print(text, flush=True)
