@@ -296,7 +296,6 @@ class RunManager:
         self._unavailable_at = 0.0
         self._connect_wanted = False
         self._connect_done = threading.Event()
-        self._starting = False
         self._slots = 0  # the cluster's worker threads, counted by the tender thread
         self._slots_counted = 0.0
         self._reap_every = reaper_interval_s if reaper_interval_s is not None else min(5.0, self.orphan_timeout_s / 4)
@@ -604,7 +603,6 @@ class RunManager:
             if self._unavailable is not None and time.monotonic() - self._unavailable_at < RETRY_UNAVAILABLE_S \
                     and not self._connect_wanted:
                 return
-            self._starting = True
             if not self.cluster.external:
                 for run in self._queue:
                     run._set(phase="cluster")
@@ -614,7 +612,6 @@ class RunManager:
         except ClusterUnavailable as error:
             problem = str(error)
         with self._lock:
-            self._starting = False
             self._connect_wanted = False
             self._unavailable = problem
             self._unavailable_at = time.monotonic()
