@@ -794,18 +794,20 @@ def training_data(losses, metric_history, metric_name: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["step", "curve", "value"])
 
 
-def training_chart(losses, metric_history, metric_name: str, steps: int) -> alt.HConcatChart:
-    """The run so far: training loss (log scale) and the held-out metric against steps, side by side."""
+def training_chart(losses, metric_history, metric_name: str, steps: int) -> alt.VConcatChart:
+    """The run so far: the held-out metric (what a preset tells you to watch) above the training loss (log
+    scale), against steps. One above the other, each narrow enough for a phone's screen: side by side, the
+    held-out chart sat off a phone's screen."""
     data = training_data(losses, metric_history, metric_name)
     x = alt.X("step:Q", title="training step", scale=alt.Scale(domain=[0, max(1, steps)]))
     tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("value:Q", format=".4f")]
     loss = alt.Chart(data[data["curve"] == "training loss"]).mark_line(color=VERMILLION).encode(
         x=x, y=alt.Y("value:Q", scale=alt.Scale(type="log"), title="training loss (log scale)"), tooltip=tooltip,
-    ).properties(width=330, height=220, title="Training loss")
+    ).properties(width=240, height=200, title="Training loss")
     held_out = alt.Chart()
     metric = alt.layer(held_out.mark_line(color=BLUE), held_out.mark_point(color=BLUE, filled=True),
                        data=data[data["curve"] == metric_name]).encode(
         x=x, y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title=metric_name),
         tooltip=tooltip,
-    ).properties(width=330, height=220, title="Held-out " + metric_name.removeprefix("held-out "))
-    return alt.hconcat(loss, metric)
+    ).properties(width=240, height=200, title="Held-out " + metric_name.removeprefix("held-out "))
+    return alt.vconcat(metric, loss)

@@ -167,3 +167,25 @@ def test_the_viewer_switches_to_dark_and_back(app_url, page):
             "dark => { const c = getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor;"
             " const [r, g, b] = c.match(/\\d+/g).map(Number); return ((r + g + b) / 3 < 80) === dark; }", arg=dark)
         assert (background() < 0.15) if dark else (background() > 0.9)
+
+
+@pytest.mark.browser
+def test_a_run_on_a_phone_stays_on_the_screen(app_url, phone):
+    """/train's curves (the held-out chart each preset tells you to watch) and snapshots, on a phone, after a
+    run of the quick LSTM classifier (seconds of training)."""
+    phone.goto(f"{app_url}/train")
+    wait_for_app(phone)
+    main = phone.get_by_test_id("stMain")
+    main.get_by_role("combobox", name="Preset", exact=True).tap()
+    phone.get_by_role("option", name="Quick: LSTM email classifier", exact=True).tap()
+    wait_for_app(phone)
+    expect(main.get_by_role("combobox", name="Preset", exact=True)).to_have_value("Quick: LSTM email classifier")
+    main.get_by_role("button", name="Start training", exact=True).tap()
+    done = main.get_by_test_id("stAlert").filter(has_text=re.compile(r"(Finished|Stopped)[^.]* after \d+ steps"))
+    expect(done).to_have_count(1, timeout=180_000)
+    wait_for_app(phone)
+    curves = main.get_by_test_id("stVegaLiteChart").first
+    expect(curves.locator("svg text").filter(has_text=re.compile("^Held-out"))).to_have_count(1)
+    assert phone.evaluate(OVERFLOW) == []
+    curves.scroll_into_view_if_needed()
+    phone.screenshot(path=str(SHOTS / "phone-view-train-run.png"))
