@@ -190,3 +190,27 @@ def test_smoke_line_has_page_status_seconds_and_reason():
     line = PageResult("attention", False, 3.21, "exception shown after typing a sentence").line()
     assert line.split()[:4] == ["/attention", "FAIL", "3.2", "s"]
     assert line.endswith("exception shown after typing a sentence")
+
+
+def test_lecture_hall_compose_and_balancer_agree():
+    """hosting/compose.yaml's app servers are hosting/haproxy.cfg's servers; a visitor is pinned by a cookie the
+    balancer inserts (not by address: a class behind one NAT shares one); every server trains on the one cluster.
+    (tests/browser/test_lecture_hall.py runs haproxy.cfg itself with two servers; compose itself is not run here.)"""
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "hosting" / "compose.yaml").read_text())["services"]
+    haproxy = [line.split() for line in (ROOT / "hosting" / "haproxy.cfg").read_text().splitlines()
+               if line.strip() and not line.lstrip().startswith("#")]
+    servers = {words[1]: words[2] for words in haproxy if words[0] == "server"}
+    apps = {name for name, service in compose.items() if "SEQVIZ_DASK_SCHEDULER" in service.get("environment", {})}
+    assert apps and set(servers) == apps
+    assert all(address == f"{name}:8501" for name, address in servers.items())
+    assert ["cookie", "SEQVIZ_SERVER", "insert", "indirect", "nocache", "httponly"] in haproxy
+    assert not any(words[:2] == ["balance", "source"] for words in haproxy)
+    assert all(compose[app]["environment"]["SEQVIZ_DASK_SCHEDULER"] == "tcp://scheduler:8786" for app in apps)
+    assert compose["scheduler"]["command"][:4] == ["dask", "scheduler", "--port", "8786"]
+    worker = compose["worker"]["command"]
+    assert worker[:3] == ["dask", "worker", "tcp://scheduler:8786"] and "seqviz.worker" in worker
+    assert worker[worker.index("--nthreads") + 1] == "1"
+    assert compose["balancer"]["build"]["dockerfile"] == "hosting/haproxy.Dockerfile"
+    assert all(compose[name]["build"]["dockerfile"] == "Dockerfile" for name in [*apps, "scheduler", "worker"])
