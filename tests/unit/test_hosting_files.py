@@ -1,6 +1,8 @@
-"""The container and hosting files, checked without Docker (no registry is reachable here to build the image).
+"""The container and hosting files, checked without running them: the Dockerfile's steps, the pins, the scripts,
+the nginx and HAProxy recipes and the compose file.
 
-tests/browser/test_hosting.py runs scripts/serve on the image's files and the smoke check against it.
+tests/hosting/test_container.py builds and runs the image; tests/browser/test_hosting.py, test_nginx.py and
+test_lecture_hall.py run the start command, nginx and HAProxy.
 """
 
 import os
