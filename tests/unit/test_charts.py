@@ -153,3 +153,14 @@ def test_long_chart_titles_break_into_lines_a_phone_can_show():
     assert " ".join(spec["title"]) == "Remember the first word: held-out accuracy against distance"
     short = charts.wrap_titles(charts.gradient_chart().to_dict(validate=False))
     assert short["title"] == "How much gradient reaches k steps back"
+
+
+def test_only_the_bound_is_grey_dotted_as_the_title_says():
+    """The title calls Pascanu et al.'s bound "grey dotted": no measured line may be dotted too (the scaled
+    W_h × s line was, and read as a second bound)."""
+    spec = json.loads(charts.jacobian_chart({"rnn": charts.model_colour("rnn")}).to_json())
+    assert "grey dotted" in spec["title"]
+    measured, bound = spec["layer"]
+    assert bound["mark"]["color"] == charts.GREY and bound["mark"]["strokeDash"] == [2, 3]
+    dashes = measured["encoding"]["strokeDash"]["scale"]["range"]
+    assert all(dash[0] > 2 for dash in dashes[1:]), dashes  # solid, dashed, dash-dot: no short-dash dots
