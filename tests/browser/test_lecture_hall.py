@@ -1,30 +1,29 @@
-"""A lecture hall: two app servers behind HAProxy (hosting/haproxy.cfg as it is), one shared Dask cluster.
+"""A lecture hall: hosting/compose.yaml run with podman-compose, as it is: HAProxy (hosting/haproxy.cfg) in front
+of two app servers, one Dask scheduler and its workers, each in a container on the compose file's own network.
 
-Everything runs on loopback in a network and mount namespace of its own (`unshare --net --mount`), laid out as
-hosting/compose.yaml lays out its containers: /etc/hosts there names app1 (127.0.0.2), app2 (127.0.0.3) and
-the scheduler (127.0.0.4), so the balancer's file is used unchanged (port 80, servers app1:8501 and app2:8501).
-Each app server is `scripts/serve` with SEQVIZ_DASK_SCHEDULER pointing at a `dask scheduler` with one `dask
-worker` (--preload seqviz.worker), as in the compose file. Chromium reaches the balancer as hall.test:PORT through
-a forwarder into the namespace (hosting/netns.py). HAProxy logs every request with the server that answered it.
+The images are built first: the project's by `scripts/check-container --build-only` (the stand-in base made from
+Debian's archive and the build's pip settings: see that script), the balancer's from hosting/haproxy.Dockerfile
+on the same stand-in base, tagged as the compose file names them. What Podman needs on this machine (runc,
+explicit ulimits) goes in a containers.conf of the test's own (CONTAINERS_CONF); the balancer is published on a
+free loopback port (SEQVIZ_HALL_PORT=127.0.0.1:PORT). Chromium reaches it as hall.test:PORT. HAProxy logs every
+request with the server that answered it (`podman logs`).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import os
 import re
-import shutil
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
+import urllib.request
 
 import pytest
 from conftest import (
     CHROMIUM,
     CHROMIUM_FLAGS,
     ROOT,
+    _free_port,
     assert_no_exception,
     full_page_screenshot,
     go_to,
@@ -36,56 +35,41 @@ from playwright.sync_api import expect
 
 HOST = "hall.test"
 LOGS = ROOT / "test-output"
-HAPROXY_CFG = ROOT / "hosting" / "haproxy.cfg"
+COMPOSE = ROOT / "hosting" / "compose.yaml"
+PROJECT = "seqvizhall"
+APP_IMAGE = "localhost/seqviz:lecture-hall"  # compose.yaml's seqviz:lecture-hall
+BALANCER_IMAGE = "localhost/seqviz-balancer:lecture-hall"
 COOKIE = "SEQVIZ_SERVER"
-SERVERS = {"app1": "127.0.0.2", "app2": "127.0.0.3"}
-SCHEDULER = "127.0.0.4"
-HOLD_S = 900  # the namespace's holder exits by itself after this long, whatever happens to the test
+SERVERS = {"app1", "app2"}
+CANNOT_RUN_CONTAINERS = 3  # scripts/check-container's exit status when no container can run here
 FINISHED = re.compile(r"(Finished|Stopped)[^.]* after \d+ steps")
-
-_spec = importlib.util.spec_from_file_location("seqviz_netns", ROOT / "hosting" / "netns.py")
-netns = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(netns)
-
-
-def _in_namespace(pid: int, command: list[str]) -> list[str]:
-    return ["nsenter", "--target", str(pid), "--net", "--mount", *command]
+CONTAINERS_CONF = """[containers]
+default_ulimits = ["nofile={files}:{files}", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+"""
 
 
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _wait_for(holder: int, url: str, seconds: int = 90) -> bool:
-    """Whether ``url`` (in the namespace) answers within ``seconds``."""
-    code = ("import sys, time, urllib.request\n"
-            f"deadline = time.monotonic() + {seconds}\n"
-            "while time.monotonic() < deadline:\n"
-            "    try:\n"
-            f"        urllib.request.urlopen({url!r}, timeout=2); sys.exit(0)\n"
-            "    except OSError:\n"
-            "        time.sleep(0.5)\n"
-            "sys.exit(1)")
-    return subprocess.run(_in_namespace(holder, [sys.executable, "-c", code]), timeout=seconds + 30).returncode == 0
+def _run(command: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kwargs)
 
 
 class Hall:
-    def __init__(self, holder: subprocess.Popen, port: int, log: Path):
-        self.holder = holder
-        self.url = f"http://{HOST}:{port}"
-        self.log = log
-        self.servers: dict[str, subprocess.Popen] = {}
+    def __init__(self, url: str, env: dict[str, str]):
+        self.url = url
+        self.env = env
+
+    def container(self, service: str) -> str:
+        return f"{PROJECT}_{service}_1"
+
+    def log(self, service: str) -> str:
+        done = _run(["podman", "logs", self.container(service)], 60, env=self.env)
+        return done.stdout + done.stderr
 
     def answered_by(self, pattern: str) -> list[str]:
-        """The server names that answered the logged requests matching ``pattern``."""
+        """The server names that answered the balancer's logged requests matching ``pattern``."""
         found = []
-        for line in self.log.read_text().splitlines():
+        for line in self.log("balancer").splitlines():
             if re.search(pattern, line):
                 server = re.search(r" seqviz_servers/(\S+) ", line)
                 found.append(server.group(1) if server else "?")
@@ -94,62 +78,55 @@ class Hall:
 
 @pytest.fixture(scope="module")
 def hall(tmp_path_factory):
-    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nsenter"):
-        pytest.fail("the lecture-hall test needs root, unshare and nsenter: it runs HAProxy on port 80 and two app "
-                    "servers in a network namespace of their own")
-    ensure = subprocess.run([str(ROOT / "scripts" / "ensure-packages"), "haproxy"], capture_output=True, text=True,
-                            timeout=600)
-    if ensure.returncode != 0:
-        pytest.fail(f"Debian's haproxy is missing and could not be installed: {ensure.stderr}")
+    if os.geteuid() != 0:
+        pytest.fail("the lecture-hall test needs root (rootful Podman, as scripts/check-container)")
     LOGS.mkdir(parents=True, exist_ok=True)
-    scratch = tmp_path_factory.mktemp("hall")
-    hosts = scratch / "hosts"
-    hosts.write_text("127.0.0.1 localhost\n" + "".join(f"{ip} {name}\n" for name, ip in SERVERS.items())
-                     + f"{SCHEDULER} scheduler\n")
-    holder = subprocess.Popen(["unshare", "--net", "--mount", "sh", "-c",
-                               f"ip link set lo up && mount --bind {hosts} /etc/hosts && exec sleep {HOLD_S}"])
-    processes: list[subprocess.Popen] = []
-    forwarder = None
+    ensure = _run([str(ROOT / "scripts" / "ensure-packages"), "podman-compose", "containernetworking-plugins",
+                   "golang-github-containernetworking-plugin-dnsname", "iptables"], 600)
+    if ensure.returncode != 0:
+        pytest.fail(f"podman-compose and the container network plugins could not be installed: {ensure.stderr}")
+    built = _run([str(ROOT / "scripts" / "check-container"), "--build-only"], 900)
+    (LOGS / "lecture-hall-build.txt").write_text(built.stdout + built.stderr, encoding="utf-8")
+    if built.returncode == CANNOT_RUN_CONTAINERS:
+        pytest.skip(f"this machine cannot run containers: {built.stdout.strip().splitlines()[-1]}")
+    assert built.returncode == 0, built.stdout[-4000:] + built.stderr[-2000:]
+    figures = json.loads(next(line for line in built.stdout.splitlines() if line.startswith("figures: "))[9:])
+    import resource
 
-    def start(name: str, command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-        with open(LOGS / f"hall-{name}.log", "w") as log:
-            process = subprocess.Popen(_in_namespace(holder.pid, command), cwd=ROOT, stdout=log,
-                                       stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1",
-                                                                      **(env or {})})
-        processes.append(process)
-        return process
-
+    files = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536)
+    conf = tmp_path_factory.mktemp("hall") / "containers.conf"
+    conf.write_text(CONTAINERS_CONF.format(files=files), encoding="utf-8")
+    port = _free_port()
+    env = {**os.environ, "CONTAINERS_CONF": str(conf), "SEQVIZ_HALL_PORT": f"127.0.0.1:{port}"}
+    tagged = _run(["podman", "tag", figures["tag"], APP_IMAGE], 60, env=env)
+    assert tagged.returncode == 0, tagged.stderr
+    balancer = _run(["podman", "build", "--format", "docker", "--network", "host", "--build-arg",
+                     f"BASE_IMAGE={figures['base_image']}", "--file", "hosting/haproxy.Dockerfile", "--tag",
+                     BALANCER_IMAGE, "."], 600, env=env)
+    assert balancer.returncode == 0, balancer.stdout[-3000:] + balancer.stderr[-2000:]
+    compose = ["podman-compose", "--project-name", PROJECT, "--file", str(COMPOSE)]
+    _run([*compose, "down"], 180, env=env)  # what a run stopped short may have left
+    hall = Hall(f"http://{HOST}:{port}", env)
     try:
-        time.sleep(0.5)
-        assert holder.poll() is None, "could not make the namespace"
-        dask = str(Path(sys.executable).parent / "dask")
-        # both import seqviz: the scheduler unpickles each run's task too (as in hosting/compose.yaml)
-        start("scheduler", [dask, "scheduler", "--host", SCHEDULER, "--port", "8786", "--no-dashboard"],
-              {"PYTHONPATH": str(ROOT)})
-        start("worker", [dask, "worker", "tcp://scheduler:8786", "--nthreads", "1", "--nworkers", "1",
-                         "--preload", "seqviz.worker", "--no-dashboard"], {"PYTHONPATH": str(ROOT)})
-        servers = {}
-        for name, address in SERVERS.items():
-            servers[name] = start(name, [str(ROOT / "scripts" / "serve"), "--server.address", address],
-                                  {"PORT": "8501", "SEQVIZ_BASE_PATH": "",
-                                   "SEQVIZ_DASK_SCHEDULER": "tcp://scheduler:8786"})
-        for name in SERVERS:
-            assert _wait_for(holder.pid, f"http://{name}:8501/_stcore/health"), f"{name} never answered; see logs"
-        checked = subprocess.run(_in_namespace(holder.pid, ["haproxy", "-c", "-f", str(HAPROXY_CFG)]),
-                                 capture_output=True, text=True, timeout=30)
-        assert checked.returncode == 0, f"haproxy -c refused hosting/haproxy.cfg:\n{checked.stdout}{checked.stderr}"
-        start("haproxy", ["haproxy", "-W", "-db", "-f", str(HAPROXY_CFG)])
-        assert _wait_for(holder.pid, "http://127.0.0.1:80/_stcore/health", 30), "HAProxy never answered"
-        forwarder = netns.Forwarder(holder.pid, 80)
-        hall = Hall(holder, forwarder.port, LOGS / "hall-haproxy.log")
-        hall.servers = servers
+        up = _run([*compose, "up", "--detach"], 300, env=env)
+        (LOGS / "lecture-hall-up.txt").write_text(up.stdout + up.stderr, encoding="utf-8")
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        deadline = time.monotonic() + 120
+        while True:  # the balancer answers once a server does
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=3) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"the balancer never answered:\n{hall.log('balancer')[-3000:]}"
+            time.sleep(1)
         yield hall
     finally:
-        if forwarder:
-            forwarder.close()
-        for process in reversed(processes):
-            _stop(process)
-        _stop(holder)
+        for service in ("balancer", "app1", "app2", "scheduler", "worker"):
+            (LOGS / f"lecture-hall-{service}.log").write_text(hall.log(service), encoding="utf-8")
+        _run([*compose, "down"], 180, env=env)
+        _run(["podman", "network", "rm", "--force", f"{PROJECT}_default"], 60, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +158,7 @@ def _set_number(page, label: str, value: int) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(200)
+@pytest.mark.timeout(1200)  # its fixture builds the images: a first run makes the base image (up to 5 min)
 def test_smoke_passes_through_the_balancer(hall):
     done = subprocess.run([str(ROOT / "scripts" / "smoke"), hall.url, "--resolve", f"{HOST}:127.0.0.1",
                            "--timeout", "40", "--pages", "/,attention,train"],
@@ -229,14 +206,14 @@ def test_two_visitors_on_two_servers_and_one_server_lost(hall, hall_browser, tmp
         expect(first.get_by_test_id("stSidebar")).to_contain_text("Your models (2)")
         assert _server_of(first_context) == mine
         # it trained on the shared cluster: the app servers are the scheduler's clients
-        scheduler_log = (LOGS / "hall-scheduler.log").read_text()
+        scheduler_log = hall.log("scheduler")
         assert re.findall(r"Receive client connection: Client-(?!worker)", scheduler_log), scheduler_log[-2000:]
 
         # The second visitor's server dies mid-session.
         sockets_before = len(second_sockets)
         killed = time.monotonic()
-        hall.servers[theirs].send_signal(signal.SIGKILL)
-        hall.servers[theirs].wait(timeout=30)
+        dead = _run(["podman", "kill", hall.container(theirs)], 60, env=hall.env)
+        assert dead.returncode == 0, dead.stderr
         # Their page reconnects, through the balancer, to the only server left: a fresh session that works.
         while len(second_sockets) == sockets_before:
             assert time.monotonic() < killed + 90, "the page never opened a new websocket"

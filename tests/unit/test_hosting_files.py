@@ -197,7 +197,7 @@ def test_smoke_line_has_page_status_seconds_and_reason():
 def test_lecture_hall_compose_and_balancer_agree():
     """hosting/compose.yaml's app servers are hosting/haproxy.cfg's servers; a visitor is pinned by a cookie the
     balancer inserts (not by address: a class behind one NAT shares one); every server trains on the one cluster.
-    (tests/browser/test_lecture_hall.py runs haproxy.cfg itself with two servers; compose itself is not run here.)"""
+    (tests/browser/test_lecture_hall.py runs the compose file with podman-compose.)"""
     import yaml
 
     compose = yaml.safe_load((ROOT / "hosting" / "compose.yaml").read_text())["services"]
