@@ -189,3 +189,22 @@ def test_a_run_on_a_phone_stays_on_the_screen(app_url, phone):
     assert phone.evaluate(OVERFLOW) == []
     curves.scroll_into_view_if_needed()
     phone.screenshot(path=str(SHOTS / "phone-view-train-run.png"))
+
+
+@pytest.mark.browser
+def test_a_slider_and_a_button_work_by_touch(app_url, phone):
+    """On /rnn-memory, a tap on the steps slider's track moves it, and the share box follows."""
+    phone.goto(f"{app_url}/rnn-memory")
+    wait_for_app(phone)
+    slider = phone.get_by_test_id("stSlider").filter(has_text="Number of steps")
+    value = slider.locator("input[type=range]")
+    before = int(value.input_value())
+    track = slider.locator("[data-orientation=horizontal][style*=touch-action]").first  # the bar the thumb runs on
+    box = track.bounding_box()
+    phone.touchscreen.tap(box["x"] + box["width"] * 0.9, box["y"] + box["height"] / 2)
+    expect(slider.get_by_test_id("stSliderThumbValue")).not_to_have_text(str(before))
+    wait_for_app(phone)
+    after = int(value.input_value())
+    assert after > before, (before, after)
+    phone.get_by_test_id("stExpandSidebarButton").tap()
+    expect(phone.get_by_test_id("stSidebar").get_by_test_id("stCode")).to_contain_text(f"n={after}")
