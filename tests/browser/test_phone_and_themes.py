@@ -192,7 +192,7 @@ def test_a_run_on_a_phone_stays_on_the_screen(app_url, phone):
 
 
 @pytest.mark.browser
-def test_a_slider_and_a_button_work_by_touch(app_url, phone):
+def test_a_slider_works_by_touch(app_url, phone):
     """On /rnn-memory, a tap on the steps slider's track moves it, and the share box follows."""
     phone.goto(f"{app_url}/rnn-memory")
     wait_for_app(phone)
