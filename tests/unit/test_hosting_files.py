@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from seqviz.smoke import PageResult, normalize_base, page_paths
+from seqviz.smoke import PageResult, normalize_base, page_paths, parse_resolve, resolver_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -216,3 +216,13 @@ def test_lecture_hall_compose_and_balancer_agree():
     assert worker[worker.index("--nthreads") + 1] == "1"
     assert compose["balancer"]["build"]["dockerfile"] == "hosting/haproxy.Dockerfile"
     assert all(compose[name]["build"]["dockerfile"] == "Dockerfile" for name in [*apps, "scheduler", "worker"])
+
+
+def test_smoke_resolve_maps_a_host_name_for_chromium_and_the_health_check():
+    mapping = parse_resolve(["seqviz.test:127.0.0.1", "Other.Example:::1"])
+    assert mapping == {"seqviz.test": "127.0.0.1", "other.example": "::1"}
+    assert resolver_rules(mapping) == ["--host-resolver-rules=MAP seqviz.test 127.0.0.1, MAP other.example ::1"]
+    assert resolver_rules({}) == []
+    for bad in ("seqviz.test", ":127.0.0.1", "seqviz.test:"):
+        with pytest.raises(ValueError):
+            parse_resolve([bad])
