@@ -214,6 +214,38 @@ def measure(cluster_kind: str, students: int, steps: int, workers: int | None, s
     return figures
 
 
+def typing_while_training(per_page: int = 12, runs: int = 2, page: str = "attention") -> dict:
+    """Typing to painted on ``page`` (benchmarks/browser.py's measure) on a quiet server, then while ``runs``
+    visitors train the quick translator on that server's ``runs`` local workers."""
+    import re
+
+    from benchmarks import browser
+
+    os.environ["SEQVIZ_TRAIN_WORKERS"] = str(runs)  # the server started below reads it
+    sentences = browser.Sentences()
+    step = re.compile(r"Step \d+ of \d+")
+    with browser.running_server("benchmark-classroom-streamlit.log") as server, browser.chromium() as chrome:
+        quiet = browser.typing(chrome, server, sentences, per_page, pages=[page])["pages"][f"/{page}"]
+        trainers = []
+        for _ in range(runs):
+            tab = browser.Tab(chrome, server)
+            tab.page.goto(f"{server.url}/train")
+            main = tab.page.get_by_test_id("stMain")
+            main.get_by_role("button", name="Start training", exact=True).click(timeout=120_000)
+            trainers.append(tab)
+        for tab in trainers:  # both past their first step before typing begins
+            tab.page.get_by_test_id("stMain").get_by_text(step).first.wait_for(timeout=180_000)
+        busy = browser.typing(chrome, server, sentences, per_page, pages=[page])["pages"][f"/{page}"]
+        still = [bool(tab.page.get_by_test_id("stMain").get_by_text(step).count()) for tab in trainers]
+        for tab in trainers:
+            tab.close()
+    return {"page": f"/{page}", "sentences_each": per_page, "runs_training": runs,
+            "quiet_median_s": round(quiet["median_s"], 3), "training_median_s": round(busy["median_s"], 3),
+            "ratio": round(busy["median_s"] / quiet["median_s"], 2), "quiet_max_s": round(quiet["max_s"], 3),
+            "training_max_s": round(busy["max_s"], 3), "runs_still_training_at_the_end": still,
+            "load_average_at_end": os.getloadavg()}
+
+
 ROWS = [("cluster", "cluster"), ("workers", "workers"), ("students", "students"), ("spec", "run"),
         ("accepted", "accepted"), ("refused", "refused"), ("seconds_to_last_end", "first submit to last end, s"),
         ("longest_wait_s", "longest wait, s"), ("median_wait_s", "median wait, s"),
@@ -250,7 +282,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the figures here (JSON)")
     parser.add_argument("--table", type=Path, nargs="+", default=None,
                         help="measure nothing: print these JSON files' figures as one Markdown table")
+    parser.add_argument("--typing", action="store_true",
+                        help="measure typing to painted on /attention quiet and while runs train, instead")
+    parser.add_argument("--training-runs", type=int, default=2, help="with --typing: runs (and workers) training")
     args = parser.parse_args(argv)
+    if args.typing:
+        figures = typing_while_training(runs=args.training_runs)
+        print(json.dumps(figures, indent=2), flush=True)
+        if args.out:
+            args.out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+        return 0
     if args.table:
         print(table(args.table))
         return 0

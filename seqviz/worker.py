@@ -49,14 +49,31 @@ PHASES = {
 }
 
 
+# A worker trains at this lower CPU priority (Unix nice), so that on a host it shares with the web server, the
+# pages get the CPU first and training takes what is left.
+WORKER_NICE = 10
+_niced = False
+
+
 def dask_setup(worker) -> None:
     """Run by every worker as it starts (the app's own cluster preloads this module; on another cluster:
-    ``dask worker --preload seqviz.worker``): torch is loaded and set to one thread and deterministic algorithms
-    before the first run, instead of in its first seconds."""
+    ``dask worker --preload seqviz.worker``): the worker's priority lowered, and torch loaded and set to one
+    thread and deterministic algorithms before the first run, instead of in its first seconds."""
     from seqviz.runtime import configure_torch
 
+    _lower_priority()
     configure_torch()
     import seqviz.train  # noqa: F401  (torch and the models, imported once)
+
+
+def _lower_priority() -> None:
+    """Lower this worker process's CPU priority to WORKER_NICE, once (where the OS allows it)."""
+    global _niced
+    if _niced:
+        return
+    _niced = True
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(max(0, WORKER_NICE - os.nice(0)))
 
 
 class WorkerLost(RuntimeError):
@@ -164,6 +181,7 @@ def train_on_worker(run_id: str, spec, snapshot_fn, snapshot_every_s: float, max
     if link.started_event.is_set():
         raise WorkerLost("its worker process stopped in the middle of the run (it was killed or ran out of memory)")
     link.started_event.set()
+    _lower_priority()  # (done already where the worker preloaded this module)
     thread_name = _name_os_thread("seqviz-run")  # the worker's thread lives on after the run: its name comes back
     link.note(phase="starting", pid=os.getpid(), host=socket.gethostname(), worker=_worker_address())
     link.send(force=True)
