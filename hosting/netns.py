@@ -16,6 +16,19 @@ import threading
 CLONE_NEWNET = 0x40000000
 
 
+def wait_until_apart(pid: int, seconds: float = 10.0) -> None:
+    """Wait until process ``pid`` is in a network namespace other than this one's: `unshare --net` has made its
+    own. (Right after starting `unshare`, its process may not have yet, and nsenter would enter ours.)"""
+    import time
+
+    ours = os.readlink("/proc/self/ns/net")
+    deadline = time.monotonic() + seconds
+    while os.readlink(f"/proc/{pid}/ns/net") == ours:
+        if time.monotonic() > deadline:
+            raise OSError(f"process {pid} is still in this network namespace after {seconds} s")
+        time.sleep(0.01)
+
+
 class Forwarder:
     """127.0.0.1:<self.port> here -> 127.0.0.1:``port`` in the network namespace of process ``pid``.
 

@@ -337,6 +337,16 @@ def _in_namespace(pid: int, command: list[str]) -> list[str]:
     return ["nsenter", "--target", str(pid), "--net", *command]
 
 
+def _netns():
+    """hosting/netns.py, loaded by path (hosting/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("seqviz_netns", ROOT / "hosting" / "netns.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.browser
 @pytest.mark.timeout(200)
 def test_start_makes_no_outbound_call(image_files, tmp_path):
@@ -361,6 +371,7 @@ def test_start_makes_no_outbound_call(image_files, tmp_path):
         server = subprocess.Popen(["unshare", "--net", "sh", "-c", "ip link set lo up && exec scripts/serve"],
                                   cwd=image_files, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
+            _netns().wait_until_apart(server.pid)
             healthy = subprocess.run(_in_namespace(server.pid, [sys.executable, "-c", wait]), timeout=100,
                                      env={**os.environ, "PYTHONPATH": ""})
             assert healthy.returncode == 0 and server.poll() is None, f"never healthy; see {log_path}"

@@ -112,6 +112,7 @@ def behind_nginx(tmp_path_factory):
                                stderr=subprocess.STDOUT)
     nginx = forwarder = None
     try:
+        netns.wait_until_apart(app.pid)
         wait = ("import sys, time, urllib.request\nfor _ in range(180):\n    try:\n"
                 f"        urllib.request.urlopen('http://127.0.0.1:{APP_PORT}/seqviz/_stcore/health', timeout=2)\n"
                 "        sys.exit(0)\n    except OSError:\n        time.sleep(0.5)\nsys.exit(1)")
