@@ -1,4 +1,5 @@
-"""Pure helpers for share links (no streamlit): is an address one that only this computer can open?
+"""Pure helpers for share links and hosting (no streamlit): is an address one that only this computer can open?
+Was this visitor moved here from another server?
 
 The share box shows the address a visitor opened. When that is http://localhost:8501, a teacher who copies it
 to a class hands out a link that opens nothing on anyone else's machine; the share box can say so.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 
@@ -59,3 +61,19 @@ def _legacy_ipv4_is_local(host: str) -> bool:
     except OSError:
         return False
     return packed[0] == 127 or packed == b"\0\0\0\0"
+
+
+# Behind the lecture hall's load balancer (hosting/haproxy.cfg): each app server knows its own name
+# (SEQVIZ_SERVER_NAME), and the balancer gives a visitor it had to move from a stopped server a short-lived
+# cookie naming that server.
+SERVER_NAME_VARIABLE = "SEQVIZ_SERVER_NAME"
+MOVED_COOKIE = "SEQVIZ_MOVED_FROM"
+
+
+def moved_from(cookies: Mapping[str, str], here: str | None) -> str | None:
+    """The server a visitor was moved from, when the balancer says they were moved and it was not this one: their
+    server stopped and this is a new session. None when this server has no name, or the visitor was not moved."""
+    was = (cookies.get(MOVED_COOKIE) or "").strip()
+    if not here or not was or was == here:
+        return None
+    return was[:40]

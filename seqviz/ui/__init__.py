@@ -147,6 +147,28 @@ def _share_part(url_path: str) -> None:
                    "opens it sees the shipped models you picked.")
 
 
+def moved_notice() -> None:
+    """Behind the lecture hall's balancer: tell a visitor whose server stopped that this is a new session (their
+    browser still names the old server in the balancer's cookie; seqviz.share.moved_from)."""
+    import os
+
+    from seqviz.share import SERVER_NAME_VARIABLE, moved_from
+
+    was = moved_from(st.context.cookies, os.environ.get(SERVER_NAME_VARIABLE))
+    if was is None:
+        return
+    if not st.session_state.get(_MOVED_KEY):
+        st.session_state[_MOVED_KEY] = True
+        st.toast("Your server stopped: you are on another one now, in a new session.", icon=":material/swap_horiz:")
+    st.sidebar.warning(
+        f"The server you were on ({escape_markdown(was)}) stopped, and you were moved to another one: this is a new "
+        "session. Your own models and runs from before are not here (a checkpoint you downloaded can be uploaded "
+        "again); the shipped models, and the sentence and settings in the address, are.", icon=":material/swap_horiz:")
+
+
+_MOVED_KEY = "seqviz-moved-told"
+
+
 def _app_base_url() -> str:
     """scheme://host[/base path] of the address the visitor opened (localhost when unknown, as in tests)."""
     parts = urlsplit(st.context.url or "")

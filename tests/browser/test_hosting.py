@@ -387,3 +387,28 @@ def test_start_makes_no_outbound_call(image_files, tmp_path):
     logged = net_log.read_text(encoding="utf-8") if net_log.exists() else ""
     assert "socket.bind '0.0.0.0'" in logged, f"the audit hook did not see the server bind its port: {logged!r}"
     assert _outbound(net_log) == [], f"outbound lookups or connections at start and while serving: {_outbound(net_log)}"
+
+
+@pytest.mark.browser
+def test_a_visitor_moved_from_a_stopped_server_is_told(browser, tmp_path):
+    """An app server named app2 (SEQVIZ_SERVER_NAME, as in hosting/compose.yaml) gets a visitor the balancer moved
+    from app1 (its SEQVIZ_MOVED_FROM cookie, hosting/haproxy.cfg): the sidebar says their server stopped and this
+    session is new. A visitor the cookie names this server for is told nothing. (tests/browser/test_lecture_hall.py
+    kills a real server behind HAProxy.)"""
+    from conftest import streamlit_server
+
+    from seqviz.share import MOVED_COOKIE, SERVER_NAME_VARIABLE
+
+    with streamlit_server(tmp_path / "app2.log", env={SERVER_NAME_VARIABLE: "app2"}) as (url, _):
+        for moved_from, told in (("app1", True), ("app2", False)):
+            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            try:
+                context.add_cookies([{"name": MOVED_COOKIE, "value": moved_from, "url": url}])
+                page = context.new_page()
+                page.goto(f"{url}/order")
+                wait_for_app(page)
+                notice = page.get_by_test_id("stSidebar").get_by_text("The server you were on (app1) stopped")
+                expect(notice).to_have_count(1 if told else 0)
+                assert_no_exception(page)
+            finally:
+                context.close()

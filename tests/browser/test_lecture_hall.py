@@ -224,10 +224,14 @@ def test_two_visitors_on_two_servers_and_one_server_lost(hall, hall_browser, tmp
         expect(second.get_by_role("textbox", name="Sentence", exact=True)).to_have_value("my parcel never came")
         assert_no_exception(second)
         expect(second.get_by_test_id("stSidebar")).to_contain_text("Your models (0)")
+        # and it says so: the balancer's cookie still names the server that died
+        expect(second.get_by_test_id("stSidebar")).to_contain_text(
+            f"The server you were on ({theirs}) stopped, and you were moved to another one")
         full_page_screenshot(second, "lecture-hall-after-its-server-died")
         # The first visitor goes on, their models with them.
         type_sentence(first, "where is my order")
         assert_no_exception(first)
+        expect(first.get_by_test_id("stSidebar")).not_to_contain_text("The server you were on")
         expect(first.get_by_test_id("stSidebar")).to_contain_text("Your models (2)")
         (LOGS / "lecture-hall-figures.txt").write_text(f"reconnected after {reconnected_s:.1f} s\n")
     finally:

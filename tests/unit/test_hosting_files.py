@@ -208,6 +208,10 @@ def test_lecture_hall_compose_and_balancer_agree():
     assert apps and set(servers) == apps
     assert all(address == f"{name}:8501" for name, address in servers.items())
     assert ["cookie", "SEQVIZ_SERVER", "insert", "indirect", "nocache", "httponly"] in haproxy
+    moved = next(words for words in haproxy if words[:2] == ["http-response", "add-header"])
+    assert moved[3].startswith('"SEQVIZ_MOVED_FROM=') and "srv_name,strcmp(txn.pinned)" in moved  # seqviz.share
+    assert {compose[app]["environment"]["SEQVIZ_SERVER_NAME"] for app in apps} == {
+        words[4] for words in haproxy if words[0] == "server"}  # each knows its cookie value
     assert not any(words[:2] == ["balance", "source"] for words in haproxy)
     assert all(compose[app]["environment"]["SEQVIZ_DASK_SCHEDULER"] == "tcp://scheduler:8786" for app in apps)
     assert compose["scheduler"]["command"][:4] == ["dask", "scheduler", "--port", "8786"]

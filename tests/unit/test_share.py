@@ -90,3 +90,13 @@ def test_public_and_network_addresses(url):
 @pytest.mark.parametrize("url", MALFORMED, ids=repr)
 def test_malformed_input_is_not_local_and_never_raises(url):
     assert is_local_address(url) is False
+
+
+def test_a_visitor_moved_from_a_stopped_server_is_known_by_the_balancers_cookie():
+    from seqviz.share import MOVED_COOKIE, moved_from
+
+    assert moved_from({MOVED_COOKIE: "app1"}, "app2") == "app1"  # moved from app1, served by app2
+    assert moved_from({MOVED_COOKIE: "app2"}, "app2") is None  # moved here earlier, now at home
+    assert moved_from({}, "app2") is None  # not moved
+    assert moved_from({MOVED_COOKIE: "app1"}, None) is None  # not behind the balancer
+    assert moved_from({MOVED_COOKIE: "x" * 500}, "app2") == "x" * 40  # a forged cookie stays short
