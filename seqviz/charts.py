@@ -73,7 +73,7 @@ def legend_rows(spec) -> int:
     return rows
 
 
-TITLE_LINE_CHARS = 44  # a title line that fits a phone's chart (about 330 px of 14 px bold text)
+TITLE_LINE_CHARS = 38  # a title line that fits a phone's chart (about 300 px of bold text)
 
 
 def wrap_titles(spec):
@@ -192,10 +192,11 @@ def gradient_chart(show_chapter_point: bool = True) -> alt.LayerChart:
     ``gradient_data``; rows too small for the log axis are not drawn); the chapter's figure as a diamond."""
     colours = alt.Scale(domain=list(GRADIENT_SERIES), range=[ORANGE, BLUE])
     base = alt.Chart().encode(
-        x=alt.X("steps back k:Q", title="steps back k", axis=alt.Axis(tickMinStep=1)),
-        y=alt.Y("magnitude:Q", title="size (log scale)", scale=alt.Scale(type="log")),
+        # 10 px of room past the last step: the chapter's diamond sits there, and was cut in half
+        x=alt.X("steps back k:Q", title="steps back k", axis=alt.Axis(tickMinStep=1), scale=alt.Scale(padding=10)),
+        y=alt.Y("magnitude:Q", title="size (log scale)", scale=alt.Scale(type="log"), axis=alt.Axis(format=".0e")),
         color=alt.Color("series:N", scale=colours, legend=alt.Legend(orient="bottom", title=None,
-                                                                    labelLimit=400)),
+                                                                    labelLimit=400, columns=1)),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("steps back k:Q"), alt.Tooltip("value:Q", format=".3e")],
     )
     layers = [alt.layer(base.mark_line(), base.mark_point(filled=True, size=40), data=table()
@@ -429,7 +430,7 @@ def unit_lines_chart() -> alt.LayerChart:
         x=alt.X("word:N", sort="ascending", title=None,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160)),
         y=alt.Y("value:Q", title="value"),
-        color=alt.Color("quantity:N", scale=colours, legend=alt.Legend(orient="bottom", title=None)),
+        color=alt.Color("quantity:N", scale=colours, legend=alt.Legend(orient="bottom", title=None, columns=2)),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("quantity:N"), alt.Tooltip("value:Q", format=".3f")],
     )
     return alt.layer(base.mark_line(), base.mark_point(filled=True, size=40), data=table()).properties(
@@ -513,14 +514,14 @@ def probabilities_chart(models: tuple[str, ...], title: str = "") -> alt.Chart:
     """Each model's probability of each team, one stacked bar per model (a template of ``probabilities_data``
     for these models, in this order)."""
     return alt.Chart(table()).mark_bar().encode(
-        y=alt.Y("model:N", sort=list(models), title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX)),
+        y=alt.Y("model:N", sort=list(models), title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX, labelOverlap=False)),
         x=alt.X("probability:Q", stack="normalize", title="probability of each team", axis=alt.Axis(format="%")),
         color=alt.Color("class:N", scale=alt.Scale(range=[BLUE, ORANGE, GREEN, PURPLE]),
                         legend=alt.Legend(orient="bottom", title=None, labelLimit=MODEL_LABEL_PX, columns=2)),
         order=alt.Order("class:N"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("class:N"), alt.Tooltip("probability:Q", format=".3f"),
                  alt.Tooltip("predicted:N")],
-    ).properties(height=32 * len(models) + 20, title=title)
+    ).properties(height=32 * len(models) + 20 + LEGEND_ROW_PX, title=title)  # + the teams' legend's second line
 
 
 def bag_data(comparison, name_a: str, name_b: str) -> pd.DataFrame:
@@ -530,7 +531,7 @@ def bag_data(comparison, name_a: str, name_b: str) -> pd.DataFrame:
 def bag_chart(comparison, name_a: str, name_b: str) -> alt.Chart:
     data = bag_data(comparison, name_a, name_b).melt("word", var_name="email", value_name="count")
     return alt.Chart(data).mark_bar().encode(
-        x=alt.X("word:N", sort=comparison.words, title=None, axis=alt.Axis(labelAngle=-50)),
+        x=alt.X("word:N", sort=comparison.words, title=None, axis=alt.Axis(labelAngle=-50, labelOverlap=False)),
         xOffset=alt.XOffset("email:N"),
         y=alt.Y("count:Q", title="times the word appears", axis=alt.Axis(tickMinStep=1)),
         color=alt.Color("email:N", scale=alt.Scale(range=[BLUE, ORANGE]), legend=alt.Legend(orient="bottom")),
@@ -594,8 +595,8 @@ def jacobian_chart(colours: dict[str, str]) -> alt.LayerChart:
     measured = alt.Chart().mark_line(strokeWidth=2.5).encode(
         color=alt.Color("model:N", scale=model_colours(colours), legend=model_legend("model")),
         strokeDash=alt.StrokeDash("state:N", sort="ascending", scale=alt.Scale(range=[[1, 0], [6, 4], [8, 3, 2, 3]]),
-                                  legend=alt.Legend(orient="bottom", title="weights", labelLimit=300, symbolSize=400,
-                                                    columns=1)),
+                                  legend=alt.Legend(orient="top", title="weights", labelLimit=300, symbolSize=400,
+                                                    direction="horizontal")),
         **encode).transform_filter(~alt.datum.bound)
     bound = alt.Chart().mark_line(strokeWidth=1.2, color=GREY, strokeDash=[2, 3]).encode(
         detail="model:N", **encode).transform_filter(alt.datum.bound)
@@ -614,7 +615,7 @@ def timing_chart(rows) -> alt.Chart:
         x=alt.X("sequence length T:Q", scale=alt.Scale(type="log", base=2), title="sequence length T (log scale)"),
         y=alt.Y("milliseconds:Q", scale=alt.Scale(type="log"), title="forward time, ms (log scale)"),
         color=alt.Color("layer:N", scale=alt.Scale(range=[VERMILLION, BLUE]),
-                        legend=alt.Legend(orient="bottom", title=None, labelLimit=400)),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=400, columns=1)),
         tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("sequence length T:Q"),
                  alt.Tooltip("milliseconds:Q", format=".2f")],
     )
@@ -638,7 +639,7 @@ def twins_chart(metadata: dict[str, dict], colours: dict[str, str]) -> alt.Chart
     names = list(colours)
     data = twins_data(metadata, colours)
     base = alt.Chart(data).encode(
-        y=alt.Y("model:N", sort=names, title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX)),
+        y=alt.Y("model:N", sort=names, title=None, axis=alt.Axis(labelLimit=MODEL_LABEL_PX, labelOverlap=False)),
         x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"), title="accuracy"),
         yOffset=alt.YOffset("held-out set:N"),
         color=alt.Color("held-out set:N", scale=alt.Scale(range=[BLUE, ORANGE]),
@@ -741,7 +742,8 @@ def throughput_chart(metadata: dict[str, dict], names: list[str]) -> alt.Chart:
     data = throughput_data(metadata, names)
     base = alt.Chart().encode(
         y=alt.Y("model:N", sort=names, title=None, axis=alt.Axis(labelLimit=220)),
-        x=alt.X("sentence pairs per second:Q", title="training sentence pairs per second (one CPU thread)"),
+        x=alt.X("sentence pairs per second:Q", title="sentence pairs per second (one thread)",
+                scale=alt.Scale(domainMax=float(data["sentence pairs per second"].max()) * 1.15)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("sentence pairs per second:Q", format=".0f"),
                  alt.Tooltip("training seconds:Q", format=".0f"), alt.Tooltip("steps:Q")],
     )
