@@ -276,7 +276,8 @@ PRESETS: list[Preset] = [
                 name="quick dot-attention translator"),
         "Watch the held-out exact match climb past 90% within its 400 steps (about half a minute on a quiet "
         "machine, longer on a busy one), then add it in /attention's picker (your models come first) to see "
-        "where your translator looks for each French word. The shipped dot translator, trained twice as long, does better still.",
+        "where your translator looks for each French word. The shipped dot translator, trained twice as long, "
+        "does better still.",
         "held-out exact match >= 90% on sources of up to 30 tokens",
         promises=(Promise("exact_match_le30", at_least=0.90),),
     ),
