@@ -23,6 +23,7 @@ ADOPTED_KEY = "_adopted_runs"  # run ids whose checkpoints already joined this s
 FORM = "tr_"  # prefix of the form's widget keys
 SAVED_KEY = "_train_form"  # the form's values, kept while the visitor is on other pages (widgets' are not)
 POLL_S = 2.0  # seconds between two looks at a run while it trains
+IDLE_POLL_S = 10.0  # seconds between two looks at how busy the server is, for a visitor with no run going on
 
 TASK_LABELS = {"translation": "English → French translation", "emails": "route a support email (4 teams)",
                "memory": "remember the first word (1 to 60 steps back)"}
@@ -203,7 +204,14 @@ def progress_text(state) -> str:
 
 def server_status() -> None:
     """How busy training is on this server, for every visitor of /train (with a run of their own or not), or why
-    training is unavailable."""
+    training is unavailable. It looks again every POLL_S seconds while this session trains, and every
+    IDLE_POLL_S otherwise: drawn once, it said "1 waiting" all through the run that had left the queue."""
+    active = bool(st.session_state.get(HAS_RUNS_KEY)) and any(
+        run.status in ("queued", "running") for run in manager().runs_of(owner()))
+    st.fragment(run_every=POLL_S if active else IDLE_POLL_S)(_server_status)()
+
+
+def _server_status() -> None:
     from seqviz.cluster import CONNECT_TIMEOUT_S
 
     server = manager()

@@ -68,6 +68,8 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     main.get_by_role("button", name="Start training", exact=True).click()
     progress = main.get_by_test_id("stProgress").filter(has_text=STEP_TEXT)
     expect(progress).to_contain_text(f"of {STEPS}", timeout=60_000)
+    # How busy the server is follows the run out of the queue (drawn once, it said "1 waiting" all run long).
+    expect(main.get_by_text(re.compile(r"Now: 1 training, 0 waiting"))).to_have_count(1, timeout=15_000)
     name = main.locator("h4").first.inner_text().strip()
     assert name == f"dot, hidden {HIDDEN}, {STEPS} steps"
 
