@@ -76,10 +76,13 @@ def apply_preset() -> None:
         st.session_state[FORM + field] = getattr(spec, field)
 
 
-def _restore(first_preset: str) -> None:
-    """Put the form's values back in its widgets: Streamlit forgets a widget's state on pages without it."""
+def _restore(presets: list[str]) -> None:
+    """Put the form's values back in its widgets: Streamlit forgets a widget's state on pages without it. A new
+    session starts from the preset in the address (a shared link), else the first; settings in the address then
+    take their widgets' places over the preset's (the widgets are bound to it)."""
     if SAVED_KEY not in st.session_state:
-        st.session_state["preset"] = first_preset
+        linked = st.query_params.get("preset")
+        st.session_state["preset"] = linked if linked in presets else presets[0]
         apply_preset()
         return
     for name, value in st.session_state[SAVED_KEY].items():
@@ -103,15 +106,15 @@ def form():
     from seqviz.runs import APPLIES, PRESETS, TASK_FAMILIES, RunSpec, preset
 
     names = [p.name for p in PRESETS]
-    _restore(names[0])
-    st.selectbox("Preset", names, key="preset", on_change=apply_preset,
+    _restore(names)
+    st.selectbox("Preset", names, key="preset", on_change=apply_preset, bind="query-params",
                  help="Settings to start from: quick runs of each kind, and the chapter's experiments in pairs.")
     chosen = preset(st.session_state["preset"])
     st.caption(f"**What to look for.** {chosen.look_for}")
     left, right = st.columns(2)
     task = left.selectbox("Task", list(TASK_FAMILIES), key=FORM + "task", format_func=TASK_LABELS.get,
-                          on_change=fit_family)
-    family = right.selectbox("Model family", TASK_FAMILIES[task], key=FORM + "family",
+                          bind="query-params", on_change=fit_family)
+    family = right.selectbox("Model family", TASK_FAMILIES[task], key=FORM + "family", bind="query-params",
                              format_func=lambda f: family_entry(f).label)
     applies = APPLIES[family]
     low, high = limits.TRAIN_WIDTH_RANGE
@@ -125,17 +128,17 @@ def form():
               "layers": (1, limits.TRAIN_MAX_LAYERS)}
     for column, field in zip(sizes, ("embedding", "hidden", "heads", "layers"), strict=True):
         column.number_input(field.capitalize(), min_value=bounds[field][0], max_value=bounds[field][1], step=1,
-                            key=FORM + field, disabled=field not in applies, help=size_help[field])
+                            key=FORM + field, bind="query-params", disabled=field not in applies, help=size_help[field])
     budget = st.columns(4)
     budget[0].number_input("Steps", min_value=1, max_value=limits.TRAIN_MAX_STEPS, step=50, key=FORM + "steps",
-                           disabled=family == "bow", help="one batch of examples per step")
+                           bind="query-params", disabled=family == "bow", help="one batch of examples per step")
     budget[1].number_input("Learning rate", min_value=limits.TRAIN_LR_RANGE[0], max_value=limits.TRAIN_LR_RANGE[1],
-                           step=1e-3, format="%.4f", key=FORM + "lr", disabled=family == "bow")
+                           step=1e-3, format="%.4f", key=FORM + "lr", bind="query-params", disabled=family == "bow")
     budget[2].number_input("Batch size", min_value=limits.TRAIN_BATCH_RANGE[0],
-                           max_value=limits.TRAIN_BATCH_RANGE[1], step=16, key=FORM + "batch_size",
+                           max_value=limits.TRAIN_BATCH_RANGE[1], step=16, key=FORM + "batch_size", bind="query-params",
                            disabled=family == "bow")
     budget[3].number_input("Seed", min_value=0, max_value=limits.TRAIN_MAX_SEED, step=1, key=FORM + "seed",
-                           help="initial weights and the order of the batches")
+                           bind="query-params", help="initial weights and the order of the batches")
     values = {field: st.session_state[FORM + field] for field in FIELDS}
     st.session_state[SAVED_KEY] = {"preset": st.session_state["preset"], **values}
     default_name = chosen.spec.name if all(getattr(chosen.spec, f) == values[f] for f in FIELDS) else ""

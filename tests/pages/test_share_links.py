@@ -17,7 +17,7 @@ from seqviz.story import STORY
 
 SENTENCE = "the charger arrived , but never the parcel that was supposed to have it ."
 KINDS = ("slider", "select_slider", "selectbox", "radio", "multiselect", "number_input", "text_input")
-PAGES = [p for p in STORY if p.script != "app_pages/train.py"]  # /train's runs live in the visitor's tab
+PAGES = list(STORY)  # /train too: its form travels (a preset and settings to start from), its runs do not
 
 
 def _main_widgets(at) -> dict[str, object]:
@@ -30,50 +30,35 @@ def _main_widgets(at) -> dict[str, object]:
     return found
 
 
-def _raw_options(widget) -> list:
-    """The values behind a widget's shown options (AppTest gives the formatted labels)."""
-    fmt = widget.format_func
-    raw = []
-    for index, shown in enumerate(widget.options):
-        for candidate in (_number(shown), index, shown):
-            try:
-                if candidate is not None and str(fmt(candidate)) == shown:
-                    raw.append(candidate)
-                    break
-            except (TypeError, IndexError, KeyError, ValueError):
-                continue
-        else:
-            raise AssertionError(f"cannot tell the value behind the option {shown!r} of {widget.key}")
-    return raw
+CHOICES = ("SelectSlider", "Selectbox", "Radio", "Multiselect")  # compared by the labels they show
 
 
-def _number(text: str):
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return None
+def _shown(widget):
+    """What a widget shows: a choice's label(s) (an address holds those), else its value."""
+    kind = type(widget).__name__
+    if kind == "Multiselect":
+        return [str(widget.format_func(v)) for v in widget.value]
+    if kind in CHOICES:
+        return str(widget.format_func(widget.value))
+    return widget.value
 
 
 def _other_setting(widget) -> tuple[list[str], object] | None:
-    """A setting other than the widget's current one: (its values in the address, the widget's value then)."""
-    kind, value = type(widget).__name__, widget.value
+    """A setting other than the widget's current one: (its values in the address, what the widget then shows)."""
+    kind, shown = type(widget).__name__, _shown(widget)
     if kind == "Slider":
-        new = widget.min if value != widget.min else widget.max
+        new = widget.min if shown != widget.min else widget.max
         return [str(new)], new
-    if kind in ("SelectSlider", "Selectbox", "Radio"):
-        raw = _raw_options(widget)
-        others = [i for i, o in enumerate(raw) if o != value]
-        return ([widget.options[others[-1]]], raw[others[-1]]) if others else None
     if kind == "Multiselect":
-        raw = _raw_options(widget)
-        chosen = [i for i, o in enumerate(raw) if o in value]
-        others = [i for i, o in enumerate(raw) if o not in value]
-        chosen = [*chosen, others[0]] if others else chosen[:-1]  # one more model shown, or one fewer
-        return [widget.options[i] for i in chosen], [raw[i] for i in chosen]
+        others = [o for o in widget.options if o not in shown]
+        chosen = [*shown, others[0]] if others else shown[:-1]  # one more model shown, or one fewer
+        return chosen, chosen
+    if kind in CHOICES:
+        others = [o for o in widget.options if o != shown]
+        return ([others[-1]], others[-1]) if others else None
     if kind == "NumberInput":
-        new = round(value - 0.5, 2) if widget.min is None or value - 0.5 >= widget.min else round(value + 0.5, 2)
+        lower = round(shown - widget.step, 6)
+        new = lower if widget.min is None or lower >= widget.min else round(shown + widget.step, 6)
         return [str(new)], new
     if kind == "TextInput":
         return ["zebra"], "zebra"
@@ -94,20 +79,20 @@ def test_a_share_link_carries_every_setting(page):
     # shown), so a setting that did not take is chosen again among the options the first round left.
     for _ in range(2):
         for key, widget in _main_widgets(linked).items():
-            if key not in settings or widget.value != settings[key][1]:
+            if key not in settings or _shown(widget) != settings[key][1]:
                 setting = _other_setting(widget)
                 if setting is not None:
                     settings[key] = setting
         address = [("s", SENTENCE)] + [(key, v) for key, (values, _) in settings.items() for v in values]
         linked = _open_address(page.script, address)
     wanted = {key: value for key, (_, value) in settings.items()}
-    took = {key: w.value for key, w in _main_widgets(linked).items() if key in wanted}
+    took = {key: _shown(w) for key, w in _main_widgets(linked).items() if key in wanted}
     assert took == wanted, "a widget is not bound to the address (it kept its default)"
 
     shared = urlsplit(_share_address(linked))
     assert shared.path.rstrip("/").endswith(page.url_path), shared
     opened = _open_address(page.script, parse_qsl(shared.query, keep_blank_values=True))
-    got = {key: w.value for key, w in _main_widgets(opened).items() if key in wanted}
+    got = {key: _shown(w) for key, w in _main_widgets(opened).items() if key in wanted}
     assert got == wanted, f"the share box's address lost a setting: {shared.query}"
     assert opened.sidebar.text_input(key="s").value == SENTENCE
 
