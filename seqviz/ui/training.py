@@ -302,4 +302,8 @@ def measure_name(key: str) -> str:
         return "chapter pairs exactly right (of 6)"
     if key.startswith("accuracy_at_"):
         return f"accuracy at distance {key.removeprefix('accuracy_at_')}"
+    if key == "twins_same_prediction":  # a bag of words must give both twins one team: 100%
+        return "twin pairs given the same team (a bag of words: all)"
+    if key == "twins_accuracy":
+        return "accuracy on word-identical twins"
     return key.replace("_", " ")

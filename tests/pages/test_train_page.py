@@ -124,3 +124,13 @@ def test_a_second_run_waits_for_the_first_and_can_be_cancelled():
     assert "Cancelled" in all_text(second)
     next(b for b in first.button if b.label == "Stop training").click().run()
     settle(first, lambda a: any("stopped when you asked" in s.value.lower() for s in a.success))
+
+
+def test_every_held_out_measure_is_named_in_words():
+    """The table at the end of a run names each measure in words, the twins' two among them."""
+    from seqviz.ui.training import measure_name
+
+    assert measure_name("twins_same_prediction") == "twin pairs given the same team (a bag of words: all)"
+    assert measure_name("twins_accuracy") == "accuracy on word-identical twins"
+    assert measure_name("exact_match_le30") == "exact match, sources of ≤ 30 tokens"
+    assert measure_name("accuracy_at_20") == "accuracy at distance 20"
