@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, _free_port, assert_no_exception, full_page_screenshot, wait_for_app
+from conftest import ROOT, _free_port, assert_no_exception, full_page_screenshot, streamlit_server, wait_for_app
 from playwright.sync_api import expect
 
 BASE_PATH = "seqviz"
@@ -395,8 +395,6 @@ def test_a_visitor_moved_from_a_stopped_server_is_told(browser, tmp_path):
     from app1 (its SEQVIZ_MOVED_FROM cookie, hosting/haproxy.cfg): the sidebar says their server stopped and this
     session is new. A visitor the cookie names this server for is told nothing. (tests/browser/test_lecture_hall.py
     kills a real server behind HAProxy.)"""
-    from conftest import streamlit_server
-
     from seqviz.share import MOVED_COOKIE, SERVER_NAME_VARIABLE
 
     with streamlit_server(tmp_path / "app2.log", env={SERVER_NAME_VARIABLE: "app2"}) as (url, _):
