@@ -97,6 +97,21 @@ def page(browser):
     context.close()
 
 
+def browser_resolving(playwright, host: str):
+    """Chromium that finds ``host`` at 127.0.0.1, as the smoke check's --resolve does (a proxy or balancer reached
+    under a host name with a port)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                      args=[*CHROMIUM_FLAGS, f"--host-resolver-rules=MAP {host} 127.0.0.1"])
+
+
+def new_visitor(browser):
+    """A visitor of their own (a new browser context: its own cookies and session): (context, page)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    return context, page
+
+
 def wait_for_app(pg) -> None:
     """Wait until the script has finished running, every element's code has loaded and every chart has drawn."""
     pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
@@ -126,6 +141,15 @@ def full_page_screenshot(pg, name: str) -> Path:
     pg.screenshot(path=str(path), full_page=True)
     pg.set_viewport_size(size)
     return path
+
+
+def set_number(page, label: str, value: int) -> None:
+    """Type a number into the main column's number box ``label`` and wait until the page has taken it."""
+    box = page.get_by_test_id("stMain").get_by_role("spinbutton", name=label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    wait_for_app(page)
+    expect(box).to_have_value(str(value))
 
 
 def type_sentence(pg, text: str) -> None:

@@ -20,13 +20,14 @@ import urllib.request
 
 import pytest
 from conftest import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     ROOT,
     _free_port,
     assert_no_exception,
+    browser_resolving,
     full_page_screenshot,
     go_to,
+    new_visitor,
+    set_number,
     type_sentence,
     upload_checkpoint,
     wait_for_app,
@@ -131,30 +132,14 @@ def hall(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hall_browser(playwright):
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=[*CHROMIUM_FLAGS, f"--host-resolver-rules=MAP {HOST} 127.0.0.1"])
+    browser = browser_resolving(playwright, HOST)
     yield browser
     browser.close()
-
-
-def _visitor(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    return context, page
 
 
 def _server_of(context) -> str | None:
     cookies = {c["name"]: c["value"] for c in context.cookies()}
     return cookies.get(COOKIE)
-
-
-def _set_number(page, label: str, value: int) -> None:
-    box = page.get_by_test_id("stMain").get_by_role("spinbutton", name=label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    wait_for_app(page)
-    expect(box).to_have_value(str(value))
 
 
 @pytest.mark.browser
@@ -174,8 +159,8 @@ def test_two_visitors_on_two_servers_and_one_server_lost(hall, hall_browser, tmp
     from checkpoint_files import tiny_checkpoint
 
     # Two visitors: the balancer puts them on different servers and pins each with its cookie.
-    first_context, first = _visitor(hall_browser)
-    second_context, second = _visitor(hall_browser)
+    first_context, first = new_visitor(hall_browser)
+    second_context, second = new_visitor(hall_browser)
     second_sockets = []
     second.on("websocket", lambda ws: second_sockets.append(time.monotonic()) if "_stcore/stream" in ws.url else None)
     try:
@@ -196,9 +181,9 @@ def test_two_visitors_on_two_servers_and_one_server_lost(hall, hall_browser, tmp
         assert hall.answered_by(r'"PUT /_stcore/upload_file/') == [mine]
         go_to(first, "Train your own", "train")
         expect(first.get_by_test_id("stSidebar")).to_contain_text("Your models (1)")
-        _set_number(first, "Hidden", 16)
-        _set_number(first, "Steps", 20)
-        _set_number(first, "Batch size", 16)
+        set_number(first, "Hidden", 16)
+        set_number(first, "Steps", 20)
+        set_number(first, "Batch size", 16)
         first.get_by_test_id("stMain").get_by_role("button", name="Start training", exact=True).click()
         done = first.get_by_test_id("stMain").get_by_test_id("stAlert").filter(has_text=FINISHED)
         expect(done).to_be_visible(timeout=180_000)

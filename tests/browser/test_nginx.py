@@ -24,7 +24,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import CHROMIUM, CHROMIUM_FLAGS, ROOT, assert_no_exception, type_sentence, upload_checkpoint, wait_for_app
+from conftest import (
+    ROOT,
+    assert_no_exception,
+    browser_resolving,
+    new_visitor,
+    type_sentence,
+    upload_checkpoint,
+    wait_for_app,
+)
 from playwright.sync_api import expect
 
 HOST = "seqviz.test"
@@ -150,17 +158,9 @@ def behind_nginx(tmp_path_factory):
 @pytest.fixture(scope="module")
 def visitor_browser(playwright):
     """Chromium that finds seqviz.test at 127.0.0.1 (the smoke check's --resolve does the same)."""
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=[*CHROMIUM_FLAGS, f"--host-resolver-rules=MAP {HOST} 127.0.0.1"])
+    browser = browser_resolving(playwright, HOST)
     yield browser
     browser.close()
-
-
-def _new_page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    return context, page
 
 
 def _uncompressed_bytes(proxy: Proxy, uris: set[str]) -> int:
@@ -219,7 +219,7 @@ def test_a_class_behind_nginx(behind_nginx, visitor_browser, tmp_path):
             sockets["opened"] += 1
             ws.on("close", lambda _ws: sockets.__setitem__("closed", sockets["closed"] + 1))
 
-    first_context, first = _new_page(visitor_browser)
+    first_context, first = new_visitor(visitor_browser)
     first.on("websocket", on_socket)
     opened_at = time.monotonic()
     first.goto(f"{behind_nginx.url}/attention?s=where+is+my+parcel")
@@ -235,7 +235,7 @@ def test_a_class_behind_nginx(behind_nginx, visitor_browser, tmp_path):
     assert len(data) > 5_000_000
     path = tmp_path / "five-mb-lstm.safetensors"
     path.write_bytes(data)
-    second_context, second = _new_page(visitor_browser)
+    second_context, second = new_visitor(visitor_browser)
     try:
         second.goto(f"{behind_nginx.url}/")
         wait_for_app(second)
@@ -250,7 +250,7 @@ def test_a_class_behind_nginx(behind_nginx, visitor_browser, tmp_path):
 
     # 3. A third visitor with an empty cache: Streamlit's script files come from nginx's cache.
     before = len(behind_nginx.log_lines())
-    third_context, third = _new_page(visitor_browser)
+    third_context, third = new_visitor(visitor_browser)
     encodings = []
     third.on("response", lambda r: encodings.append((r.url, r.headers.get("content-encoding")))
              if "/static/" in r.url and r.url.endswith(".js") else None)

@@ -9,6 +9,7 @@ from conftest import (
     assert_no_exception,
     full_page_screenshot,
     go_to,
+    set_number,
     show_on_attention,
     wait_for_app,
 )
@@ -29,12 +30,6 @@ STEP_TEXT = re.compile(r"Step (\d+) of (\d+)")
 
 
 
-def set_number(page, label: str, value: int) -> None:
-    box = page.get_by_test_id("stMain").get_by_role("spinbutton", name=label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    wait_for_app(page)
-    expect(box).to_have_value(str(value))
 
 
 
