@@ -24,6 +24,7 @@ workers' peak resident memory, the health check's p50/p95.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -95,31 +96,17 @@ def start_web_server() -> tuple[subprocess.Popen, str]:
     raise RuntimeError("the web server did not answer within 60 s")
 
 
-def start_external(workers: int) -> tuple[list[subprocess.Popen], str]:
-    dask = str(Path(sys.executable).with_name("dask"))
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    common = ["--no-dashboard", "--host", "127.0.0.1"]
-    processes = [subprocess.Popen([dask, "scheduler", "--port", str(port), *common], cwd=ROOT, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    for _ in range(workers):
-        processes.append(subprocess.Popen([dask, "worker", address, "--nthreads", "1", *common], cwd=ROOT, env=env,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    return processes, address
-
-
 def measure(cluster_kind: str, students: int, steps: int, workers: int | None, spread: float, seed: int) -> dict:
     import psutil
 
-    from seqviz.cluster import Cluster
+    from seqviz.cluster import Cluster, separate_processes
     from seqviz.jobs import RunManager, RunRefused
     from seqviz.runs import preset
 
     spec = dataclasses.replace(preset(PRESET).spec, steps=steps)
-    processes: list[subprocess.Popen] = []
+    separate = contextlib.ExitStack()
     if cluster_kind == "external":
-        processes, address = start_external(workers or 2)
+        address, _ = separate.enter_context(separate_processes(workers or 2, ROOT))
         cluster = Cluster(address=address)
     else:
         cluster = Cluster(workers=workers)
@@ -204,13 +191,11 @@ def measure(cluster_kind: str, students: int, steps: int, workers: int | None, s
         manager.close(timeout=30)
         cluster.close()
         web.terminate()
-        for process in [web, *reversed(processes)]:
-            if process is not web:
-                process.terminate()
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        try:
+            web.wait(20)
+        except subprocess.TimeoutExpired:
+            web.kill()
+        separate.close()
     return figures
 
 

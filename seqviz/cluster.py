@@ -154,3 +154,43 @@ class Cluster:
             with contextlib.suppress(Exception):
                 self._local.close(timeout=10)
             self._local = None
+
+
+@contextlib.contextmanager
+def separate_processes(workers: int = 1, root: str | os.PathLike | None = None):
+    """A ``dask scheduler`` and ``workers`` ``dask worker`` processes of one thread each on 127.0.0.1, started with
+    the commands the README gives for other machines (the scale-out test and benchmarks/classroom.py use it).
+    Yields (scheduler address, the worker commands' processes); stops them all on the way out. Each worker command
+    runs in a process group of its own (its nanny and the worker process), killed whole."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
+    dask = str(Path(sys.executable).with_name("dask"))
+    address = f"tcp://127.0.0.1:{port}"
+    run = dict(cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL,
+               stderr=subprocess.DEVNULL)
+    common = ["--no-dashboard", "--host", "127.0.0.1"]
+    scheduler = subprocess.Popen([dask, "scheduler", "--port", str(port), *common], **run)
+    started = [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--nworkers", "1", *common],
+                                start_new_session=True, **run) for _ in range(workers)]
+    try:
+        yield address, started
+    finally:
+        for worker in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, signal.SIGKILL)  # nothing of a worker's is kept: no graceful close needed
+        scheduler.terminate()
+        for process in [*started, scheduler]:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+

@@ -6,12 +6,8 @@ Every process started here listens on 127.0.0.1 and is stopped at the end; each 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,12 +15,11 @@ import psutil
 import pytest
 
 from seqviz import limits
-from seqviz.cluster import SCHEDULER_ENV, WORKERS_ENV, Cluster, local_worker_count
+from seqviz.cluster import SCHEDULER_ENV, WORKERS_ENV, Cluster, local_worker_count, separate_processes
 from seqviz.jobs import RunManager, RunRefused
 from seqviz.runs import RunSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-DASK = str(Path(sys.executable).with_name("dask"))
 
 
 def free_port() -> int:
@@ -63,27 +58,8 @@ def test_an_unreachable_scheduler_makes_training_unavailable_and_says_why():
 @pytest.fixture
 def loopback_cluster():
     """`dask scheduler` and one `dask worker` (one thread) as separate processes on 127.0.0.1."""
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    common = ["--no-dashboard", "--host", "127.0.0.1"]
-    processes = [subprocess.Popen([DASK, "scheduler", "--port", str(port), *common], env=env, cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    processes.append(subprocess.Popen([DASK, "worker", address, "--nthreads", "1", "--nworkers", "1", *common],
-                                      env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      start_new_session=True))  # its own process group: the nanny and its worker
-    try:
-        yield address, processes[1]
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(processes[1].pid, signal.SIGKILL)  # no graceful close needed: nothing of theirs is kept
-        processes[0].terminate()
-        for process in processes:
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+    with separate_processes(workers=1) as (address, workers):
+        yield address, workers[0]
 
 
 @pytest.mark.timeout(120)
