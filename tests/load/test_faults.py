@@ -30,6 +30,7 @@ from conftest import (
     wait_for_app,
 )
 from playwright.sync_api import expect
+from polling import wait_until
 
 from seqviz.checkpoints import fingerprint
 
@@ -44,17 +45,6 @@ from test_classroom_load import choose, set_number
 STEP_TEXT = re.compile(r"Step (\d+) of (\d+)")
 BIG_PRESET = "Bottleneck: plain encoder-decoder, hidden 128"  # 570,057 numbers to learn, the largest preset
 QUICK_PRESET = "Quick: LSTM email classifier"
-
-
-def wait_until(condition, timeout_s: float, every_s: float = 0.2):
-    """condition()'s first truthy value, or None after timeout_s (it sleeps: Playwright's events wait meanwhile)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(every_s)
-    return None
 
 
 def step_shown(page) -> int | None:

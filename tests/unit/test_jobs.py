@@ -13,11 +13,11 @@ import gc
 import os
 import signal
 import threading
-import time
 
 import psutil
 import pytest
 import torch
+from polling import wait_until
 
 from seqviz import limits
 from seqviz.checkpoints import fingerprint, load_bytes
@@ -33,13 +33,7 @@ def tiny(steps: int = 20, seed: int = 0, family: str = "lstm") -> RunSpec:
 
 
 def wait_for(condition, timeout: float = WAIT, every: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(every)
-    return None
+    return wait_until(condition, timeout, every)
 
 
 def training(run, at_step: int = 1) -> bool:
