@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Callable
 from urllib.parse import urlencode, urlsplit
@@ -147,11 +148,12 @@ def _share_part(url_path: str) -> None:
                    "opens it sees the shipped models you picked.")
 
 
-def moved_notice() -> None:
-    """Behind the lecture hall's balancer: tell a visitor whose server stopped that this is a new session (their
-    browser still names the old server in the balancer's cookie; seqviz.share.moved_from)."""
-    import os
+_MOVED_KEY = "seqviz-moved-told"  # session state: the toast about a moved session was shown
 
+
+def moved_notice() -> None:
+    """Behind the lecture hall's balancer: tell a visitor whose server stopped that this is a new session (the
+    balancer's short-lived cookie names the server they were moved from; seqviz.share.moved_from)."""
     from seqviz.share import SERVER_NAME_VARIABLE, moved_from
 
     was = moved_from(st.context.cookies, os.environ.get(SERVER_NAME_VARIABLE))
@@ -164,9 +166,6 @@ def moved_notice() -> None:
         f"The server you were on ({escape_markdown(was)}) stopped, and you were moved to another one: this is a new "
         "session. Your own models and runs from before are not here (a checkpoint you downloaded can be uploaded "
         "again); the shipped models, and the sentence and settings in the address, are.", icon=":material/swap_horiz:")
-
-
-_MOVED_KEY = "seqviz-moved-told"
 
 
 def _app_base_url() -> str:
