@@ -67,8 +67,8 @@ if tokens:
 
 st.subheader("4. Measured on held-out emails")
 measured = models.measured(picked)
-ui.chart(ui.figure(charts.twins_chart, measured, models.colours(picked)),
-         charts.twins_data(measured, models.colours(picked)), "order-twins")
+colours = models.colours(picked)
+ui.chart(ui.figure(charts.twins_chart, measured, colours), charts.twins_data(measured, colours), "order-twins")
 bow = models.shipped_meta("bow")
 if bow is not None:
     bow = bow["metrics"]

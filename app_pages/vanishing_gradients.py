@@ -132,8 +132,9 @@ def learning_to_remember(memory, shipped_memory, steps) -> None:
         metadata[ref.label] = (models.shipped_meta(ref.name) if ref.shipped else {"metrics": models.held_out(ref)})
     if memory:
         chance = next(iter(metadata.values()))["metrics"]["chance"]
-        ui.chart(ui.figure(charts.memory_accuracy_chart, models.colours(memory), chance),
-                 charts.memory_data(metadata, models.colours(memory), step), "gradients-memory")
+        colours = models.colours(memory)
+        ui.chart(ui.figure(charts.memory_accuracy_chart, colours, chance),
+                 charts.memory_data(metadata, colours, step), "gradients-memory")
     if any(not ref.shipped for ref in memory):
         st.caption("Your own models are drawn as they are now (measured here on the same held-out sequences), "
                    "not as they were during training.")
