@@ -148,7 +148,7 @@ class Run:
         self._queue_position: int | None = None
         self._expected_start_at: float | None = None
         self._step = 0
-        self._steps = 1 if spec.family == "bow" else spec.steps
+        self._steps = spec.steps_to_run
         self._train_elapsed = 0.0  # seconds of training as the worker counts them
         self._losses: list[tuple[int, float]] = []
         self._metric_history: list[tuple[int, float]] = []
@@ -457,7 +457,7 @@ class RunManager:
 
     def _estimate_locked(self, spec: RunSpec) -> float:
         """Seconds ``spec`` is expected to take from leaving the queue to its end."""
-        steps = 1 if spec.family == "bow" else spec.steps
+        steps = spec.steps_to_run
         paces = list(self._paces.get(_shape(spec), ()))
         if not paces:  # none of this shape has ended yet: the pace of those training now
             for run in self._running:

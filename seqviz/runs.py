@@ -5,7 +5,7 @@ A spec is a value: building it gives a fresh, seeded model, the task it learns (
 instance per task and process) and the :class:`seqviz.train.TrainConfig` of its run. Building never
 changes torch's global random state (the initial weights are drawn inside ``torch.random.fork_rng``).
 
-The sizes mean the same thing for every family, where they apply (:data:`APPLIES`):
+The sizes mean the same thing for every family, where they apply (the family's ``sizes``, seqviz.families):
 
 - ``embedding``: the word-vector size (``emb_dim``; a transformer's ``d_model``);
 - ``hidden``: the recurrent memory (``hidden_dim``; a translator's ``hidden`` per direction, which is also
@@ -22,27 +22,14 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from seqviz import limits
+from seqviz import families, limits
 
-# Which families fit which task, in the order a picker shows them.
-TASK_FAMILIES: dict[str, tuple[str, ...]] = {
-    "emails": ("rnn", "gru", "lstm", "transformer", "bow"),
-    "memory": ("rnn", "gru", "lstm"),
-    "translation": ("plain", "additive", "dot", "transformer-seq2seq"),
-}
+TASKS = ("emails", "memory", "translation")  # what a visitor may train on, in the picker's order
 
-# The size fields each family uses (the others are ignored and not checked).
-APPLIES: dict[str, tuple[str, ...]] = {
-    "rnn": ("embedding", "hidden"),
-    "gru": ("embedding", "hidden"),
-    "lstm": ("embedding", "hidden"),
-    "transformer": ("embedding", "hidden", "heads", "layers"),
-    "bow": (),
-    "plain": ("embedding", "hidden", "layers"),
-    "additive": ("embedding", "hidden", "layers"),
-    "dot": ("embedding", "hidden", "layers"),
-    "transformer-seq2seq": ("embedding", "hidden", "heads", "layers"),
-}
+
+def task_families(task: str) -> tuple[str, ...]:
+    """The families a visitor may train on ``task``, in the picker's order."""
+    return families.trainable_on(task)
 
 
 @dataclass(frozen=True)
@@ -50,23 +37,23 @@ class RunSpec:
     """One training run a visitor asked for; ``__post_init__`` refuses anything outside seqviz.limits."""
 
     task: str = "translation"  # "emails", "memory" or "translation"
-    family: str = "dot"  # one of TASK_FAMILIES[task]
+    family: str = "dot"  # one of task_families(task)
     embedding: int = 64  # word-vector size (emb_dim, or a transformer's d_model)
     hidden: int = 64  # recurrent memory (hidden_dim / hidden and attn_dim), or a transformer's d_ff
     heads: int = 4  # attention heads (transformers)
     layers: int = 1  # transformer blocks (encoder and decoder each) or stacked LSTM layers (translators)
-    steps: int = 600  # optimisation steps, one batch each (bow: ignored, it counts in one pass)
+    steps: int = 600  # optimisation steps, one batch each (ignored by a family that counts in one pass)
     lr: float = 3e-3  # peak learning rate (linear warm-up over the first 10% of steps, at most 100, then cosine)
     batch_size: int = 64  # examples per step
     seed: int = 0  # initial weights, batches and dropout; the data itself is always the shipped split
     name: str = ""  # a label for the run ("" : described from the fields)
 
     def __post_init__(self) -> None:
-        if self.task not in TASK_FAMILIES:
-            raise ValueError(f"task must be one of {', '.join(TASK_FAMILIES)}, not {self.task!r:.40}")
-        if self.family not in TASK_FAMILIES[self.task]:
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(TASKS)}, not {self.task!r:.40}")
+        if self.family not in task_families(self.task):
             raise ValueError(
-                f"a {self.task} run trains one of these families: {', '.join(TASK_FAMILIES[self.task])} "
+                f"a {self.task} run trains one of these families: {', '.join(task_families(self.task))} "
                 f"(not {self.family!r:.40})"
             )
         for field in ("embedding", "hidden", "heads", "layers", "steps", "batch_size", "seed"):
@@ -77,7 +64,7 @@ class RunSpec:
             raise ValueError(f"lr must be a number, not {self.lr!r:.40}")
         if not isinstance(self.name, str) or len(self.name) > 80:
             raise ValueError("name must be text of at most 80 characters")
-        applies = APPLIES[self.family]
+        applies = self.sizes
         low, high = limits.TRAIN_WIDTH_RANGE
         for field in ("embedding", "hidden"):
             if field in applies:
@@ -105,15 +92,30 @@ class RunSpec:
     # -----------------------------------------------------------------------------------------------------
 
     @property
+    def sizes(self) -> tuple[str, ...]:
+        """The size fields this run's family uses (the others are ignored and not checked)."""
+        return families.get(self.family).sizes
+
+    @property
+    def counts(self) -> bool:
+        """The family learns by counting words in one pass: steps, learning rate and batch size do not apply."""
+        return families.get(self.family).counts
+
+    @property
+    def steps_to_run(self) -> int:
+        """Optimisation steps this run takes (one pass of counting for a family that counts)."""
+        return 1 if self.counts else self.steps
+
+    @property
     def label(self) -> str:
         """The name, or a short description of the run: "lstm emails, hidden 32, 300 steps"."""
         if self.name:
             return self.name
-        serves_one_task = sum(self.family in families for families in TASK_FAMILIES.values()) == 1
+        serves_one_task = len(families.get(self.family).trains_on) == 1
         parts = [self.family if serves_one_task else f"{self.family} {self.task}"]
-        if "hidden" in APPLIES[self.family]:
+        if "hidden" in self.sizes:
             parts.append(f"hidden {self.hidden}")
-        if self.family != "bow":
+        if not self.counts:
             parts.append(f"{self.steps} steps")
         return ", ".join(parts)
 
@@ -122,20 +124,17 @@ class RunSpec:
 
     def model_config(self, task=None):
         """The family's config dataclass for this spec (vocabulary sizes and labels from the task)."""
-        from seqviz.models import family
-
-        fields = _family_fields(self)
+        family = families.get(self.family)
+        fields = family.spec_fields(self)
         fields.update(_model_fields(self.task) if task is None else task.model_fields())
-        return family(self.family).config_class(**fields)
+        return family.config_class(**fields)
 
     def num_parameters(self) -> int:
         """Numbers the model would learn, counted on a model built without memory ("meta" device)."""
         import torch
 
-        from seqviz.models import family
-
         config = self.model_config()
-        model_class = family(self.family).model_class
+        model_class = families.get(self.family).model_class
         if hasattr(model_class, "expected_shapes"):  # bag of words: numpy counts
             return sum(math.prod(shape) for shape in model_class.expected_shapes(config).values())
         with torch.random.fork_rng(devices=[]), torch.device("meta"):
@@ -188,25 +187,6 @@ def _check_range(field: str, value, low, high, bound: str) -> None:
         raise ValueError(
             f"{field} is {value:g}; a run trained here takes {field} from {low:g} to {high:g} (seqviz.limits.{bound})"
         )
-
-
-def _family_fields(spec: RunSpec) -> dict[str, Any]:
-    """The family config's fields that come from the spec (not from the task's data)."""
-    f = spec.family
-    if f in ("rnn", "gru", "lstm"):
-        return {"emb_dim": spec.embedding, "hidden_dim": spec.hidden, "dropout": 0.0}
-    if f == "transformer":
-        return {"d_model": spec.embedding, "d_ff": spec.hidden, "n_heads": spec.heads, "n_layers": spec.layers,
-                "dropout": 0.0}
-    if f == "bow":
-        return {"alpha": 1.0}
-    if f in ("plain", "additive", "dot"):
-        return {"kind": f, "emb_dim": spec.embedding, "hidden": spec.hidden, "attn_dim": spec.hidden,
-                "layers": spec.layers, "bidirectional": True, "dropout": 0.0}
-    if f == "transformer-seq2seq":
-        return {"d_model": spec.embedding, "d_ff": spec.hidden, "n_heads": spec.heads, "enc_layers": spec.layers,
-                "dec_layers": spec.layers, "dropout": 0.0}
-    raise KeyError(f)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -355,3 +335,8 @@ def preset(name: str) -> Preset:
         if p.name == name:
             return p
     raise KeyError(f"no preset called {name!r}; presets: {', '.join(p.name for p in PRESETS)}")
+
+
+# Transitional: seqviz/__main__.py still reads these two; both are derived from the descriptors.
+TASK_FAMILIES = {task: task_families(task) for task in TASKS}
+APPLIES = {name: family.sizes for name, family in families.FAMILIES.items()}

@@ -105,11 +105,31 @@ class DecoderAttention(nn.Module):
     c_t is fed into that step (Bahdanau; the bottleneck feeds z the same way). False: it is asked with s_t
     after the step, and c_t only reaches the output (Luong), so teacher forcing runs every step at once.
     ``fixed_context`` True: the context does not depend on the query (the bottleneck's z).
+    ``one_way_encoder`` True: the part compares s_t (H,) with h_j directly, so the encoder must read one way
+    (h_j is then (H,) too); a run trained in the app then builds a one-way encoder.
+
+    A part is built from the translator's config (:meth:`from_config`) and may refuse one it cannot work with
+    (:meth:`check`). Its ``score_rule`` is the score in the chapter's notation, written once: traces carry it
+    and charts print it.
     """
 
     before_step: ClassVar[bool] = True
     fixed_context: ClassVar[bool] = False
+    one_way_encoder: ClassVar[bool] = False
     score_rule: ClassVar[str | None] = None  # the score, in the chapter's notation (None: no scores)
+
+    @classmethod
+    def check(cls, config) -> None:
+        """Raise ValueError for a seqviz.models.seq2seq.Seq2SeqConfig this part cannot work with."""
+        if cls.one_way_encoder and config.bidirectional:
+            raise ValueError(f"the {config.kind} attention compares s_t (H,) with h_j (2H,): use a one-way encoder "
+                             "(bidirectional False)")
+
+    @classmethod
+    def from_config(cls, config) -> DecoderAttention:
+        """The part for a translator of this config: queries s (H,) = config.hidden, keys h_j (D,) =
+        config.encoder_dim."""
+        raise NotImplementedError
 
     def prepare(self, memory: EncoderMemory) -> EncoderMemory:
         """Precompute the keys once per sentence; returns ``memory`` with ``keys`` set."""
@@ -127,6 +147,10 @@ class NoAttention(DecoderAttention):
 
     fixed_context = True
 
+    @classmethod
+    def from_config(cls, config):
+        return cls()
+
     def forward(self, query, memory):
         B, U = query.shape[:2]
         return memory.final[:, None, :].expand(B, U, -1), None, None  # (B, U, D)
@@ -136,6 +160,10 @@ class AdditiveAttention(DecoderAttention):
     """Bahdanau et al. 2014: score_j = vᵀ tanh(W s_{t-1} + U h_j); α = softmax(score); c_t = Σ_j α_j h_j."""
 
     score_rule = "score_j = vᵀ tanh(W s_{t-1} + U h_j)"
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.hidden, config.encoder_dim, config.attn_dim)
 
     def __init__(self, query_dim: int, key_dim: int, attn_dim: int) -> None:
         super().__init__()
@@ -164,6 +192,17 @@ class GeneralAttention(DecoderAttention):
         if not general and query_dim != key_dim:
             raise ValueError(f"s_t · h_j needs s_t ({query_dim}) and h_j ({key_dim}) of one size")
         self.W_a = nn.Linear(key_dim, query_dim, bias=False) if general else None
+
+    @classmethod
+    def check(cls, config) -> None:
+        if config.dot_score not in ("general", "dot"):
+            raise ValueError(f"dot_score must be 'general' or 'dot', not {config.dot_score!r}")
+        if config.dot_score == "dot" and config.bidirectional:
+            raise ValueError("dot_score='dot' compares s_t (H,) with h_j (2H,): use a unidirectional encoder")
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.hidden, config.encoder_dim, general=config.dot_score == "general")
 
     @property
     def score_rule(self) -> str:  # type: ignore[override]

@@ -7,7 +7,8 @@ One encoder, a (bidirectional) LSTM over the source words:
 
 and one decoder LSTM that writes the French one word at a time, starting from s_0 = tanh(W_init z).
 The decoder is given an attention part (seqviz.models.attention) and that part is the only difference
-between the three translators; ``Seq2SeqConfig.kind`` chooses it, in one place (:func:`attention_part`):
+between the LSTM translators; ``Seq2SeqConfig.kind`` names the family, whose descriptor (seqviz.families)
+names the part (:func:`attention_part`). The shipped three:
 
 - ``plain`` (Sutskever et al. 2014; Cho et al. 2014), :class:`NoAttention`: every step is fed the same
   fixed summary, c_t = z: s_t = LSTM([y_{t-1}; z], s_{t-1}). The whole sentence has to squeeze
@@ -43,24 +44,17 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqviz.models.attention import (
-    AdditiveAttention,
-    DecoderAttention,
-    EncoderMemory,
-    GeneralAttention,
-    NoAttention,
-)
+from seqviz import families
+from seqviz.models.attention import DecoderAttention, EncoderMemory
 from seqviz.models.common import PAD_ID, check_sizes, one_sentence
 from seqviz.models.gates import lstm_gate_trace
 from seqviz.models.translator import Translator
 from seqviz.traces import AttentionStep, LSTMGateTrace, TranslationTrace
 
-KINDS = ("plain", "additive", "dot")
-
 
 @dataclass
 class Seq2SeqConfig:
-    kind: str = "additive"  # "plain" (no attention) | "additive" (Bahdanau) | "dot" (Luong)
+    kind: str = "additive"  # the family: "plain" (no attention) | "additive" (Bahdanau) | "dot" (Luong) | ...
     src_vocab_size: int = 64  # English vocabulary, specials included
     tgt_vocab_size: int = 64  # French vocabulary, specials included
     emb_dim: int = 64  # size of a word vector x_t
@@ -73,14 +67,12 @@ class Seq2SeqConfig:
     label_smoothing: float = 0.0  # cross-entropy label smoothing used by loss()
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        kinds = families.lstm_translator_kinds()
+        if self.kind not in kinds:
+            raise ValueError(f"kind must be one of {kinds}, not {self.kind!r:.40}")
         check_sizes(self, vocab=("src_vocab_size", "tgt_vocab_size"), width=("emb_dim", "hidden", "attn_dim"),
                     layers=("layers",))
-        if self.dot_score not in ("general", "dot"):
-            raise ValueError(f"dot_score must be 'general' or 'dot', not {self.dot_score!r}")
-        if self.kind == "dot" and self.dot_score == "dot" and self.bidirectional:
-            raise ValueError("dot_score='dot' compares s_t (H,) with h_j (2H,): use a unidirectional encoder")
+        families.get(self.kind).part_class.check(self)
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError("dropout and label_smoothing must be in [0, 1)")
 
@@ -91,13 +83,8 @@ class Seq2SeqConfig:
 
 
 def attention_part(config: Seq2SeqConfig) -> DecoderAttention:
-    """The decoder's attention part for ``config.kind``: the one place where the kind matters."""
-    parts = {
-        "plain": lambda: NoAttention(),
-        "additive": lambda: AdditiveAttention(config.hidden, config.encoder_dim, config.attn_dim),
-        "dot": lambda: GeneralAttention(config.hidden, config.encoder_dim, general=config.dot_score == "general"),
-    }
-    return parts[config.kind]()
+    """The decoder's attention part for ``config.kind``, as the family's descriptor names it."""
+    return families.get(config.kind).part_class.from_config(config)
 
 
 class Encoder(nn.Module):
@@ -322,7 +309,6 @@ class Seq2Seq(Translator):
 
 
 __all__ = [
-    "KINDS",
     "Decoder",
     "Encoder",
     "Seq2Seq",

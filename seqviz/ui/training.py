@@ -93,17 +93,17 @@ def _restore(presets: list[str]) -> None:
 
 def fit_family() -> None:
     """The task picker's callback: keep the family one that can learn the new task."""
-    from seqviz.runs import TASK_FAMILIES
+    from seqviz.runs import task_families
 
     task = st.session_state[FORM + "task"]
-    if st.session_state.get(FORM + "family") not in TASK_FAMILIES[task]:
-        st.session_state[FORM + "family"] = TASK_FAMILIES[task][0]
+    if st.session_state.get(FORM + "family") not in task_families(task):
+        st.session_state[FORM + "family"] = task_families(task)[0]
 
 
 def form():
     """The preset picker and the settings; returns the run they describe, or None (with the reason shown)."""
-    from seqviz.models import family as family_entry
-    from seqviz.runs import APPLIES, PRESETS, TASK_FAMILIES, RunSpec, preset
+    from seqviz import families
+    from seqviz.runs import PRESETS, TASKS, RunSpec, preset, task_families
 
     names = [p.name for p in PRESETS]
     _restore(names)
@@ -112,11 +112,12 @@ def form():
     chosen = preset(st.session_state["preset"])
     st.caption(f"**What to look for.** {chosen.look_for}")
     left, right = st.columns(2)
-    task = left.selectbox("Task", list(TASK_FAMILIES), key=FORM + "task", format_func=TASK_LABELS.get,
+    task = left.selectbox("Task", TASKS, key=FORM + "task", format_func=TASK_LABELS.get,
                           bind="query-params", on_change=fit_family)
-    family = right.selectbox("Model family", TASK_FAMILIES[task], key=FORM + "family", bind="query-params",
-                             format_func=lambda f: family_entry(f).label)
-    applies = APPLIES[family]
+    name = right.selectbox("Model family", task_families(task), key=FORM + "family", bind="query-params",
+                           format_func=lambda f: families.get(f).label)
+    family = families.get(name)
+    applies = family.sizes
     low, high = limits.TRAIN_WIDTH_RANGE
     sizes = st.columns(4)
     size_help = {"embedding": "numbers per word vector (a transformer's d_model)",
@@ -131,12 +132,12 @@ def form():
                             key=FORM + field, bind="query-params", disabled=field not in applies, help=size_help[field])
     budget = st.columns(4)
     budget[0].number_input("Steps", min_value=1, max_value=limits.TRAIN_MAX_STEPS, step=50, key=FORM + "steps",
-                           bind="query-params", disabled=family == "bow", help="one batch of examples per step")
+                           bind="query-params", disabled=family.counts, help="one batch of examples per step")
     budget[1].number_input("Learning rate", min_value=limits.TRAIN_LR_RANGE[0], max_value=limits.TRAIN_LR_RANGE[1],
-                           step=1e-3, format="%.4f", key=FORM + "lr", bind="query-params", disabled=family == "bow")
+                           step=1e-3, format="%.4f", key=FORM + "lr", bind="query-params", disabled=family.counts)
     budget[2].number_input("Batch size", min_value=limits.TRAIN_BATCH_RANGE[0],
                            max_value=limits.TRAIN_BATCH_RANGE[1], step=16, key=FORM + "batch_size", bind="query-params",
-                           disabled=family == "bow")
+                           disabled=family.counts)
     budget[3].number_input("Seed", min_value=0, max_value=limits.TRAIN_MAX_SEED, step=1, key=FORM + "seed",
                            bind="query-params", help="initial weights and the order of the batches")
     values = {field: st.session_state[FORM + field] for field in FIELDS}
@@ -147,9 +148,9 @@ def form():
     except ValueError as error:
         st.error(f"These settings cannot be trained here: {error}.", icon=":material/error:")
         return None
-    budget_text = "" if family == "bow" else (f", {spec.steps} steps of {spec.batch_size} examples, learning rate "
-                                              f"{spec.lr:g}")
-    st.caption(f"**Start training trains:** {family_entry(family).label}"
+    budget_text = "" if family.counts else (f", {spec.steps} steps of {spec.batch_size} examples, learning rate "
+                                            f"{spec.lr:g}")
+    st.caption(f"**Start training trains:** {family.label}"
                + "".join(f", {field} {getattr(spec, field)}" for field in applies) + budget_text
                + f", seed {spec.seed}. A box still red has not been taken: press Enter in it, or it keeps its last "
                f"value. {spec.num_parameters():,} numbers to learn (at most {limits.TRAIN_MAX_PARAMETERS:,}); a run "

@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from seqviz.families import get as family
+from seqviz.families import lstm_translator_kinds
 from seqviz.limits import output_limit
 from seqviz.models import attention as attention_module
 from seqviz.models.attention import AdditiveAttention, GeneralAttention, NoAttention, attention
-from seqviz.models.seq2seq import KINDS, Seq2Seq, Seq2SeqConfig, attention_part
+from seqviz.models.seq2seq import Seq2Seq, Seq2SeqConfig, attention_part
 from seqviz.models.transformer_seq2seq import TransformerSeq2Seq, TransformerSeq2SeqConfig, sinusoidal_positions
 from seqviz.text import Vocab
 from seqviz.traces import LSTMGateTrace, TransformerTranslationTrace, TranslationTrace
@@ -35,6 +37,7 @@ TARGETS = [
 SRC_VOCAB = Vocab.build(SOURCES)
 TGT_VOCAB = Vocab.build(TARGETS)
 BOS, EOS = 2, 3
+KINDS = lstm_translator_kinds()  # every LSTM translator family: its attention part is the only difference
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
@@ -54,7 +57,7 @@ def make_batch(rows: list[int]) -> dict[str, torch.Tensor]:
 def lstm_model(kind: str, seed: int = 0, **overrides) -> Seq2Seq:
     torch.manual_seed(seed)
     fields = dict(kind=kind, src_vocab_size=len(SRC_VOCAB), tgt_vocab_size=len(TGT_VOCAB),
-                  emb_dim=12, hidden=16, attn_dim=16)
+                  emb_dim=12, hidden=16, attn_dim=16, bidirectional=not family(kind).part_class.one_way_encoder)
     fields.update(overrides)
     return Seq2Seq(Seq2SeqConfig(**fields)).eval()
 
