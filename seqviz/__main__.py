@@ -144,36 +144,43 @@ def check_own_run(args) -> str | None:
 
 
 def train_own(spec, out: Path, log_every: int | None = None, stop=None) -> dict:
-    """Train ``spec`` through the one loop (RunSpec.build), measure it on held-out data, save it to ``out``.
+    """Train ``spec`` with the one driver (seqviz.driver, as the app's workers do), measure it on held-out data,
+    save it to ``out``.
 
-    Logs progress to stderr; returns the checkpoint's document. The document is the app's (seqviz.jobs):
-    name, task, seeds, steps, training seconds, train config, spec, vocabularies, held-out metrics.
+    Logs progress to stderr; returns the checkpoint's document. The document is the app's: name, task, seeds,
+    steps, training seconds, train config, spec, vocabularies, held-out metrics.
     """
-    from seqviz import checkpoints
-    from seqviz.train import train
+    from seqviz import driver
 
     started = time.perf_counter()
-    _log(f"preparing {spec.task} data and a {spec.family} model ({spec.num_parameters():,} numbers to learn)")
-    model, task, config = spec.build()
     every = log_every or max(1, min(100, spec.steps // 20))
+    said = {
+        "data": f"preparing {spec.task} data and a {spec.family} model ({spec.num_parameters():,} numbers to learn)",
+        "training": f"training: {spec.label}",
+    }
+
+    def phase(name: str) -> None:
+        if name in said:
+            _log(said[name])
 
     def progress(p) -> None:
         if p.step == 1 or p.step % every == 0 or p.step == p.steps:
             loss = "" if p.loss != p.loss else f" loss {p.loss:.4f}"
             _log(f"step {p.step}/{p.steps}{loss} ({p.elapsed_s:.1f} s)")
 
-    _log(f"training: {spec.label}")
-    result = train(model, task, config, progress=progress, stop=stop)
-    if result.stopped:
-        _log(f"stopped after {result.steps} of {config.steps} steps; keeping what it learned")
-    _log(f"trained {result.steps} steps in {result.seconds:.1f} s; measuring it on held-out data")
-    model.eval()
-    metrics = task.evaluate(model)
-    meta = spec.checkpoint_meta(task, config, result, metrics, "trained from the command line")
-    path = checkpoints.save(out, model, meta)
+    def finished(result) -> bool:
+        if result.stopped:
+            _log(f"stopped after {result.steps} of {spec.train_config().steps} steps; keeping what it learned")
+        _log(f"trained {result.steps} steps in {result.seconds:.1f} s; measuring it on held-out data")
+        return True
+
+    trained = driver.run(driver.from_spec(spec, "trained from the command line"), out, progress=progress, stop=stop,
+                         phase=phase, finished=finished)
+    meta = trained.document
     _log(f"held-out: {_describe(meta)}")
-    _log(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB; {time.perf_counter() - started:.0f} s in all)")
-    return checkpoints.read_meta(path)
+    _log(f"wrote {trained.path} ({trained.path.stat().st_size / 1024:.0f} KB; "
+         f"{time.perf_counter() - started:.0f} s in all)")
+    return meta
 
 
 def _stop_on_interrupt():

@@ -179,10 +179,15 @@ def dumps(model, meta: dict) -> bytes:
 
 def save(path: str | os.PathLike, model, meta: dict) -> Path:
     """Write the checkpoint to ``path`` (".safetensors" added when missing), atomically; returns the path."""
+    return write(path, dumps(model, meta))
+
+
+def write(path: str | os.PathLike, data: bytes) -> Path:
+    """Write a checkpoint file's bytes (:func:`dumps`) to ``path`` (".safetensors" added when missing),
+    atomically; returns the path."""
     path = Path(path)
     if path.suffix != ".safetensors":
         path = path.with_name(path.name + ".safetensors")
-    data = dumps(model, meta)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

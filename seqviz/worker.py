@@ -1,6 +1,7 @@
 """One run, in a Dask worker process: :func:`train_on_worker` is the task the web server submits.
 
-It trains through the one training loop (:func:`seqviz.train.train`) and talks to the web server only through
+It trains through the one driver (:func:`seqviz.driver.run`: build, the one training loop, measure, save; the
+command line's and the zoo's too) and talks to the web server only through
 the scheduler, so the worker may be on another machine:
 
 - **Progress out**: a :class:`distributed.Queue` named after the run. The training loop's own progress callback
@@ -88,20 +89,23 @@ def names(run_id: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class SnapshotView:
-    """A named "watch it learn" view that the worker computes: picklable in a few bytes (the task's data is
-    not shipped with it: the worker builds the snapshot function from its own copy of the task)."""
+    """The "watch it learn" views a run is watched through, as the worker computes them: picklable in a few bytes
+    (the task's data is not shipped with it: the worker builds the snapshot function from its own copy)."""
 
     task: str
     family: str
     tokens: tuple[str, ...]
+    views: tuple[str, ...]  # view names, in the page's order of preference (seqviz.watch.watched_view)
 
     @classmethod
-    def for_run(cls, spec, tokens) -> SnapshotView | None:
-        """The view for a run of ``spec`` on these tokens; None when there is nothing to show."""
+    def for_run(cls, spec, tokens, views) -> SnapshotView | None:
+        """The views for a run of ``spec`` on these tokens; None when none of them has anything to show."""
+        from seqviz.watch import watched_view
+
         tokens = tuple(tokens or ())
-        if spec.task != "memory" and not tokens:
+        if watched_view(views, spec.family, spec.task, tokens) is None:
             return None
-        return cls(spec.task, spec.family, tokens)
+        return cls(spec.task, spec.family, tokens, tuple(views))
 
     def __call__(self, model) -> Any:
         return _view_function(self)(model)
@@ -113,11 +117,10 @@ _VIEWS: dict[SnapshotView, Any] = {}
 def _view_function(view: SnapshotView):
     function = _VIEWS.get(view)
     if function is None:
-        from seqviz.models import family
         from seqviz.runs import shared_task
         from seqviz.watch import snapshot_fn
 
-        function = snapshot_fn(shared_task(view.task), view.tokens, family(view.family).model_class)
+        function = snapshot_fn(shared_task(view.task), view.tokens, view.family, view.views)
         if function is None:
             raise ValueError("this view has nothing to show")
         if len(_VIEWS) >= 32:
@@ -199,25 +202,18 @@ def train_on_worker(run_id: str, spec, snapshot_fn, snapshot_every_s: float, max
 
 
 def _train(link: _Link, spec, snapshot_fn, snapshot_every_s: float, max_seconds: float) -> dict:
+    """The run through the one driver (seqviz.driver): this side only reports it, stops it and takes snapshots."""
     from seqviz.runtime import configure_torch
 
     configure_torch()  # one thread, deterministic: once per worker process
     import torch
 
-    from seqviz import checkpoints
-    from seqviz.runs import shared_task
-    from seqviz.train import train
+    from seqviz import driver
 
-    link.note(phase="data")
-    link.send(force=True)
-    shared_task(spec.task)
-    link.note(phase="building")
-    link.send(force=True)
-    model, task, config = spec.build()
-    clock = {"start": time.perf_counter(), "next_eval": 0.0, "next_snapshot": 0.0}
+    clock: dict[str, Any] = {"start": time.perf_counter(), "next_eval": 0.0, "next_snapshot": 0.0, "phase": ""}
     error: list[str] = []
 
-    def take_snapshot(step: int) -> None:
+    def take_snapshot(model, step: int) -> None:
         nonlocal snapshot_fn
         if snapshot_fn is None:
             return
@@ -231,6 +227,16 @@ def _train(link: _Link, spec, snapshot_fn, snapshot_every_s: float, max_seconds:
             error.append(f"watch-it-learn snapshot failed and was switched off: {type(failure).__name__}: "
                          f"{failure}"[:500])
             link.note(error=error[-1])
+        link.send(force=True)
+
+    def phase(name: str) -> None:
+        if name == clock.get("phase"):
+            return
+        clock["phase"] = name
+        if name == "training":
+            clock["start"] = time.perf_counter()
+            link.note(train_elapsed=0.0)
+        link.note(phase=name)
         link.send(force=True)
 
     def should_stop() -> bool:
@@ -260,33 +266,36 @@ def _train(link: _Link, spec, snapshot_fn, snapshot_every_s: float, max_seconds:
         if metric is not None:
             link.note(metrics=[(p.step, float(metric))])
         if snapshot_every_s > 0 and now >= clock["next_snapshot"] and p.step < p.steps:
-            take_snapshot(p.step)
+            take_snapshot(p.model, p.step)
             clock["next_snapshot"] = (time.perf_counter() - clock["start"]) + snapshot_every_s
         link.send(force=p.step == 1)
 
-    link.note(phase="training", train_elapsed=0.0)
-    link.send(force=True)
-    result = train(model, task, config, progress=progress, stop=should_stop)  # leaves torch's global state alone
-    if link.stopped and link.gone():  # nobody will read it: no evaluation, no checkpoint
+    def finished(result) -> bool:
+        if link.stopped and link.gone():  # nobody will read it: no evaluation, no checkpoint
+            return False
+        link.note(step=result.steps, train_elapsed=time.perf_counter() - clock["start"])
+        return True
+
+    phase("data")  # the recipe reads the task's vocabularies: loading the data is its first phase
+    recipe = driver.from_spec(spec, "trained in the app")
+    task = recipe.make_task()  # the one the driver trains on (shared, read-only): for the measures in between
+    trained = driver.run(recipe, progress=progress, stop=should_stop, phase=phase,
+                         finished=finished)  # leaves torch's global state alone
+    result = trained.result
+    if not trained.saved:
         return {"abandoned": True, "step": result.steps}
-    link.note(phase="saving", step=result.steps, train_elapsed=time.perf_counter() - clock["start"])
-    link.send(force=True)
-    model.eval()
-    metrics = task.evaluate(model)
-    headline = float(task.headline(metrics))
     final_snapshot = None
     if snapshot_fn is not None:
         try:
             with torch.inference_mode():
-                final_snapshot = (result.steps, snapshot_fn(model))
+                final_snapshot = (result.steps, snapshot_fn(trained.model))
         except Exception as failure:
             error.append(f"watch-it-learn snapshot failed and was switched off: {type(failure).__name__}: "
                          f"{failure}"[:500])
-    meta = spec.checkpoint_meta(task, config, result, metrics, "trained in the app")
-    data = checkpoints.dumps(model, meta)
     return {
-        "abandoned": False, "step": result.steps, "stopped": result.stopped, "headline": headline,
-        "metrics": metrics, "checkpoint": data, "train_seconds": round(result.seconds, 2),
+        "abandoned": False, "step": result.steps, "stopped": result.stopped,
+        "headline": float(trained.task.headline(trained.metrics)), "metrics": trained.metrics,
+        "checkpoint": trained.checkpoint, "train_seconds": round(result.seconds, 2),
         "train_elapsed": time.perf_counter() - clock["start"], "snapshot": final_snapshot,
         "error": error[-1] if error else None, "pid": os.getpid(),
     }

@@ -2,8 +2,9 @@
 
 Each model of the zoo is a :class:`ZooEntry` (family, task, config, training hyperparameters, seed);
 ``python -m seqviz train`` rebuilds its checkpoint, one file ``assets/models/NAME.safetensors``, with the
-one training loop. Reading a model's metadata (:func:`metadata`) reads only the file's header, so a page
-can show the measured numbers without importing torch; :func:`load` builds the model itself.
+one driver (:mod:`seqviz.driver`, which the command line's and the app's runs use too). Reading a model's
+metadata (:func:`metadata`) reads only the file's header, so a page can show the measured numbers without
+importing torch; :func:`load` builds the model itself.
 """
 
 from __future__ import annotations
@@ -134,67 +135,37 @@ def make_task(name: str, vocabularies=None):
     return _make_task(spec.task, vocabularies=vocabularies, **spec.task_options)
 
 
-def build(name: str, task=None):
-    """A freshly initialised model of the zoo entry ``name`` (seeded: the same weights every time)."""
-    import torch
-
-    from seqviz.models import build as build_family
+def recipe(name: str):
+    """The zoo entry ``name`` as the one driver's :class:`seqviz.driver.Recipe`."""
+    from seqviz.driver import Recipe
 
     spec = entry(name)
-    task = task if task is not None else make_task(name)
-    with torch.random.fork_rng(devices=[]):  # the initial weights, seeded; the caller's random state untouched
-        torch.manual_seed(spec.seed)
-        return build_family(spec.family, {**spec.config, **task.model_fields()})
+    return Recipe(name=spec.name, description=spec.description, family=spec.family, task=spec.task,
+                  config=dict(spec.config), train=dict(spec.train), seed=spec.seed,
+                  task_options=dict(spec.task_options), curve_steps=spec.curve_steps)
+
+
+def build(name: str, task=None):
+    """A freshly initialised model of the zoo entry ``name`` (seeded: the same weights every time)."""
+    return recipe(name).build(task if task is not None else make_task(name))
 
 
 def train_config(name: str):
-    from seqviz.train import TrainConfig
-
-    spec = entry(name)
-    return TrainConfig(**{**spec.train, "seed": spec.seed})
+    return recipe(name).train_config()
 
 
 def train_and_save(name: str, directory: Path | None = None, progress=None, stop=None) -> dict:
-    """Train the zoo model ``name`` from scratch, evaluate it on held-out data, save it; returns its document."""
-    from seqviz import checkpoints
-    from seqviz.tasks import DATA_SEED
-    from seqviz.train import train
+    """Train the zoo model ``name`` from scratch (the one driver), evaluate it on held-out data, save it; returns
+    its document. A stopped training saves nothing."""
+    from seqviz import driver
 
-    spec = entry(name)
-    task = make_task(name)
-    model = build(name, task)
-    config = train_config(name)
-    curve: list[dict] = []
+    def finished(result) -> bool:
+        if result.stopped:
+            raise RuntimeError(f"training of {name!r} was stopped after {result.steps} steps; nothing saved")
+        return True
 
-    def measure_curve(p) -> None:
-        if p.step in spec.curve_steps:
-            p.model.eval()  # the loop puts it back in training mode before the next step
-            curve.append({"step": p.step, **task.evaluate(p.model)})
-        if progress is not None:
-            progress(p)
-
-    result = train(model, task, config, progress=measure_curve if spec.curve_steps else progress, stop=stop)
-    if result.stopped:
-        raise RuntimeError(f"training of {name!r} was stopped after {result.steps} steps; nothing saved")
-    metrics = task.evaluate(model)
-    if curve:
-        metrics["learning_curve"] = curve
-    meta = {
-        "name": name,
-        "description": spec.description,
-        "task": spec.task,
-        "task_options": spec.task_options,
-        "data_seed": DATA_SEED,
-        "seed": spec.seed,
-        "steps": result.steps,
-        "train_seconds": round(result.seconds, 2),
-        "final_loss": result.final_loss,
-        "train": {k: v for k, v in vars(config).items()},
-        "vocabularies": task.vocabularies,
-        "metrics": metrics,
-    }
-    checkpoints.save(path(name, directory), model, meta)
-    return metadata(name, directory)
+    trained = driver.run(recipe(name), path(name, directory), progress=progress, stop=stop, finished=finished)
+    return trained.document
 
 
 def train_with_log(name: str, directory: str | Path | None = None, log_every: int = 250) -> dict:

@@ -225,10 +225,10 @@ def test_a_silent_session_whose_tab_is_still_connected_keeps_its_run(managers):
 
 
 class BrokenSpec(RunSpec):
-    """A spec whose model cannot be built: the run fails on its worker, as a bug in training would."""
+    """A spec whose run cannot be prepared: the run fails on its worker, as a bug in training would."""
 
-    def build(self):
-        raise RuntimeError("boom while building the model")
+    def train_config(self):
+        raise RuntimeError("boom while preparing the run")
 
 
 def test_a_failing_run_reports_its_error_and_frees_its_slot(managers):
@@ -237,7 +237,7 @@ def test_a_failing_run_reports_its_error_and_frees_its_slot(managers):
     after = manager.submit("bob", tiny(steps=3))
     assert failing.wait(WAIT) and after.wait(WAIT)
     state = failing.state()
-    assert state.status == "failed" and "boom while building the model" in state.error and state.checkpoint is None
+    assert state.status == "failed" and "boom while preparing the run" in state.error and state.checkpoint is None
     assert after.state().status == "finished"
 
 
