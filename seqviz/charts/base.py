@@ -1,0 +1,99 @@
+"""Chart transport and the conventions every chart shares: the table a template draws (``TABLE``, ``table()``),
+the canvas that heatmaps draw on, position labels for words, legends and titles that fit a phone."""
+
+from __future__ import annotations
+
+import textwrap
+
+import altair as alt
+
+# The name under which a template's table travels (seqviz.ui.chart sends it beside the spec).
+TABLE = "table"
+
+
+def table() -> alt.NamedData:
+    """The data of a template: the table sent with it, whatever the sentence."""
+    return alt.NamedData(TABLE)
+
+
+def _on_canvas(chart, description: str):
+    """A heatmap template as the browser draws it fastest: on a canvas, with one label for the whole chart
+    (``description``, what a screen reader says; the CSV beside it holds every number) instead of an SVG
+    element and an ARIA label per cell, hundreds of each, rebuilt for every sentence."""
+    return chart.properties(description=description, usermeta={"embedOptions": {"renderer": "canvas"}}
+                            ).configure_mark(aria=False)
+
+
+def draws_table(spec: dict) -> bool:
+    """Whether a chart's spec (altair's to_dict) is a template that draws the table sent beside it."""
+    found = False
+
+    def walk(node) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            if node.get("data") == {"name": TABLE}:
+                found = True
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
+
+
+def position_labels(words) -> list[str]:
+    """"01 the", "02 parcel", ...: distinct, ordered labels even when a word repeats."""
+    width = max(2, len(str(len(words))))
+    return [f"{i + 1:0{width}d} {w}" for i, w in enumerate(words)]
+
+
+# Room for a model's name on an axis or in a legend: a visitor's run is named up to 48 characters + " (yours)".
+MODEL_LABEL_PX = 360
+
+
+def model_legend(title: str | None = None) -> alt.Legend:
+    """Models listed one per line under the chart: a row of long names ran off a narrow chart's edge. (Each line
+    needs room: seqviz.ui gives a chart LEGEND_ROW_PX more height per line, see legend_rows.)"""
+    return alt.Legend(orient="bottom", title=title, labelLimit=MODEL_LABEL_PX, columns=1)
+
+
+LEGEND_ROW_PX = 30  # one line of a legend (a point symbol needs 30 px, a line 18)
+
+
+def legend_rows(spec) -> int:
+    """The most lines any legend of a chart's spec takes (entries of its scale's domain over its columns)."""
+    rows = 1
+    if isinstance(spec, dict):
+        legend, domain = spec.get("legend"), (spec.get("scale") or {}).get("domain") if isinstance(
+            spec.get("scale"), dict) else None
+        if isinstance(legend, dict) and legend.get("columns") and isinstance(domain, list):
+            rows = -(-len(domain) // legend["columns"])
+        return max([rows, *(legend_rows(value) for value in spec.values())])
+    if isinstance(spec, list):
+        return max([rows, *(legend_rows(value) for value in spec)])
+    return rows
+
+
+TITLE_LINE_CHARS = 38  # a title line that fits a phone's chart (about 300 px of bold text)
+
+
+def wrap_titles(spec):
+    """The spec with every chart title longer than a phone's line broken into lines (Vega draws a list of
+    strings as lines; a long title on one line ended in "…" on a narrow screen)."""
+    if isinstance(spec, list):
+        return [wrap_titles(value) for value in spec]
+    if not isinstance(spec, dict):
+        return spec
+    wrapped = {key: wrap_titles(value) for key, value in spec.items()}
+    title = spec.get("title")
+    if isinstance(title, str) and len(title) > TITLE_LINE_CHARS and ("mark" in spec or "layer" in spec
+                                                                     or "concat" in spec or "hconcat" in spec
+                                                                     or "vconcat" in spec or "facet" in spec):
+        wrapped["title"] = textwrap.wrap(title, TITLE_LINE_CHARS)
+    return wrapped
+
+
+# Smallest magnitude drawn on a log axis; below it a value is reported as 0.
+LOG_FLOOR = 1e-300

@@ -1,0 +1,122 @@
+"""Heatmaps of traces: the heatmap template, where a translator looked (alignment), a transformer's heads."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from seqviz.charts.base import _on_canvas, position_labels, table
+
+
+def heatmap_data(matrix: np.ndarray, rows: list[str], cols: list[str], value: str = "value") -> pd.DataFrame:
+    """Tidy (row, column, value) table of a 2-D array, rows and columns kept in their given order."""
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.shape != (len(rows), len(cols)):
+        raise ValueError(f"matrix {matrix.shape} does not match {len(rows)} rows x {len(cols)} columns")
+    r, c = np.meshgrid(np.arange(len(rows)), np.arange(len(cols)), indexing="ij")
+    return pd.DataFrame({"row": _labels(rows, r.ravel()), "column": _labels(cols, c.ravel()), value: matrix.ravel()})
+
+
+def _labels(labels: list[str], codes: np.ndarray) -> pd.Categorical | np.ndarray:
+    """labels[codes], as categories when the labels are distinct (position labels always are): Streamlit then
+    sends each label to the browser once, not once per cell (5x fewer bytes for a heatmap of heads)."""
+    if len(set(labels)) == len(labels):
+        return pd.Categorical.from_codes(codes, pd.Index(labels, dtype=object))
+    return np.asarray(labels, dtype=object)[codes]
+
+
+def heatmap(*, value: str = "value", x: str = "column", y: str = "row", row_title: str = "", col_title: str = "",
+            domain: tuple[float, float] | None = (0.0, 1.0), scheme: str = "blues", cell: int = 22, title: str = "",
+            annotate: bool = False, only: str | None = None) -> alt.LayerChart:
+    """A heatmap template of a tidy (y, x, value) table: rows top to bottom and columns left to right in the
+    table's order, ``cell`` px per word, a tooltip on every cell. ``only``: draw just the table's rows whose
+    "quantity" is that (one panel of a table of several)."""
+    scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme, domainMid=0)
+    base = alt.Chart().encode(
+        x=alt.X(f"{x}:N", sort="ascending", title=col_title,
+                axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160, orient="top")),
+        y=alt.Y(f"{y}:N", sort="ascending", title=row_title, axis=alt.Axis(labelOverlap=False, labelLimit=160)),
+    )
+    # On its own, a short heatmap is shorter than a legend's usual 200 px, which the page would cut off: the
+    # legend takes the heatmap's height (a panel of a concatenation has no "height" signal; its own is tall).
+    legend = alt.Legend(orient="right") if only is not None else alt.Legend(
+        orient="right", gradientLength=alt.ExprRef("clamp(height - 20, 40, 200)"))
+    rect = base.mark_rect().encode(
+        color=alt.Color(f"{value}:Q", scale=scale, title=value, legend=legend),
+        tooltip=[alt.Tooltip(f"{y}:N", title=row_title or y), alt.Tooltip(f"{x}:N", title=col_title or x),
+                 alt.Tooltip(f"{value}:Q", format=".3f")],
+    )
+    layers = [rect]
+    if annotate:
+        layers.append(base.mark_text(fontSize=10).encode(
+            text=alt.Text(f"{value}:Q", format=".2f"),
+            color=alt.condition(f"datum['{value}'] > 0.5", alt.value("white"), alt.value("black"))))
+    chart = alt.layer(*layers, data=table()).properties(width=alt.Step(cell), height=alt.Step(cell))
+    if only is not None:
+        chart = chart.transform_filter(alt.datum.quantity == only)
+    return chart.properties(title=title) if title else chart
+
+
+def alignment_data(src_tokens: list[str], out_tokens: list[str], alignment: np.ndarray) -> pd.DataFrame:
+    return heatmap_data(alignment, position_labels(out_tokens), position_labels(src_tokens), "weight")
+
+
+# Numbers written in the cells of an alignment up to this many cells; beyond, they would not fit.
+ANNOTATED_CELLS = 400
+
+
+def alignment_annotated(src_tokens: list[str], out_tokens: list[str]) -> bool:
+    """Whether an alignment of these words has room for its numbers in its cells."""
+    return len(src_tokens) * len(out_tokens) <= ANNOTATED_CELLS
+
+
+def alignment_chart(title: str = "", annotate: bool = True) -> alt.LayerChart:
+    """Output words (rows) against source words (columns): where the decoder looked for each word it wrote
+    (a template of ``alignment_data``)."""
+    return _on_canvas(heatmap(value="weight", row_title="output word", col_title="source word", title=title,
+                              annotate=annotate), f"{title or 'Alignment'}: a heatmap of attention weights")
+
+
+def attention_heads_data(tokens: list[str], weights: np.ndarray, queries: list[str] | None = None) -> pd.DataFrame:
+    """(L, N, Tq, Tk) weights as a tidy table with layer, head, query word and key word."""
+    weights = np.asarray(weights, dtype=float)
+    layers, heads, n_queries, n_keys = weights.shape
+    keys = position_labels(tokens)
+    rows_labels = keys if queries is None else position_labels(queries)
+    if (n_queries, n_keys) != (len(rows_labels), len(keys)):
+        raise ValueError(f"weights {weights.shape} do not match {len(rows_labels)} x {len(keys)} words")
+    layer, head, query, key = np.indices(weights.shape).reshape(4, -1)  # one entry per cell, in C order
+    return pd.DataFrame({
+        "layer": _labels([f"layer {i + 1}" for i in range(layers)], layer),
+        "head": _labels([f"head {i + 1}" for i in range(heads)], head),
+        "from word": _labels(rows_labels, query),
+        "to word": _labels(keys, key),
+        "weight": weights.ravel(),
+    })
+
+
+def heads_cell_px(words: int) -> int:
+    """Px per word in the heads' heatmaps: four heads side by side fit the page's column (about 1000 px with
+    labels and legend) up to 15 words; longer sentences keep 9 px, room for the 9 px labels, and scroll."""
+    return max(9, min(12, 190 // max(words, 1)))
+
+
+def attention_heads_chart(cell: int = 12, row_title: str = "word attending",
+                          col_title: str = "word attended to") -> alt.FacetChart:
+    """Small multiples: one heatmap per layer (rows) and head (columns) (a template of ``attention_heads_data``;
+    ``cell``: px per word, from ``heads_cell_px``)."""
+    cells = alt.Chart(table()).mark_rect().encode(
+        # Axis titles would repeat under every head and overlap on a short sentence: the chart's title says it.
+        x=alt.X("to word:N", sort="ascending", title=None,
+                axis=alt.Axis(labelOverlap=False, labelAngle=-60, labelLimit=120, labelFontSize=9)),
+        y=alt.Y("from word:N", sort="ascending", title=None,
+                axis=alt.Axis(labelOverlap=False, labelLimit=120, labelFontSize=9)),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=alt.Legend(orient="right")),
+        tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("head:N"), alt.Tooltip("from word:N"), alt.Tooltip("to word:N"),
+                 alt.Tooltip("weight:Q", format=".3f")],
+    ).properties(width=alt.Step(cell), height=alt.Step(cell)).facet(
+        row=alt.Row("layer:N", title=None), column=alt.Column("head:N", title=None),
+    )
+    title = f"Rows: {row_title}. Columns: {col_title}."
+    return _on_canvas(cells.properties(title=title), f"Attention weights of every layer and head. {title}")
