@@ -19,6 +19,13 @@ tensors' names, dtypes and shapes against a model of that config built on the "m
 no computation), then NaN and infinity. Nothing is ever unpickled. Any problem raises
 :class:`CheckpointError` with one sentence a person can act on. Loaded models are in eval mode with
 gradients switched off, so one instance can be cached and shared by every visitor.
+
+Files outlive a new config field. The document carries its ``format_version``; a field added to a config
+later is declared with :func:`added_in` (the version it came with, and the value that reproduces the models
+written before it), and loading a file of an older version fills it with that value before the config is
+checked. A file of the current version that lacks a field is refused, as is a version newer than this seqviz
+(one sentence: update seqviz). tests/data/checkpoints/ keeps files written by each version, loaded by the tests
+forever after.
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ from typing import Any
 import numpy as np
 
 FORMAT = "seqviz-checkpoint"
-FORMAT_VERSION = 2  # 1 was two files, NAME.safetensors + NAME.json
+FORMAT_VERSION = 2  # what this seqviz writes; bumped when a config field is added (see added_in)
+OLDEST_FORMAT_VERSION = 2  # the oldest it reads (1 was two files, NAME.safetensors + NAME.json)
+ADDED_IN, BEFORE = "seqviz_added_in", "seqviz_before"  # a config field's metadata keys (see added_in)
 METADATA_KEY = "seqviz"  # the entry of the safetensors header's __metadata__ that holds the document
 MAX_FILE_BYTES = 64 * 1024 * 1024  # a checkpoint larger than this is refused unread
 MAX_HEADER_BYTES = 8 * 1024 * 1024  # the safetensors header: tensor table plus the JSON document
@@ -48,6 +57,20 @@ MAX_PARAMETERS = 16_000_000  # numbers a checkpoint may hold (the zoo's largest 
 
 _SAFETENSORS_DTYPES = {"float32": "F32", "float64": "F64", "float16": "F16", "int64": "I64", "int32": "I32",
                        "bool": "BOOL", "bfloat16": "BF16", "uint8": "U8"}
+
+
+def added_in(version: int, before: Any, **options) -> Any:
+    """A config field that arrived with checkpoint format ``version``; files of older versions lack it and are
+    read with ``before``, the value that reproduces the models they hold (or a function of the file's other
+    config fields that returns it). ``options`` are :func:`dataclasses.field`'s (``default=`` for new models)::
+
+        norm: bool = added_in(3, before=False, default=True)  # LayerNorm on h_t (files before version 3: none)
+
+    Adding such a field bumps :data:`FORMAT_VERSION` to ``version``; tests/unit/test_checkpoints.py checks that
+    every config field declares a version this seqviz writes, and loads files kept from every version since 2.
+    """
+    metadata = {**options.pop("metadata", {}), ADDED_IN: version, BEFORE: before}
+    return dataclasses.field(metadata=metadata, **options)
 
 
 class CheckpointError(ValueError):
@@ -62,7 +85,7 @@ class Checkpoint:
     family: str
     config: Any  # the family's config dataclass
     vocabularies: dict  # name -> seqviz.text.Vocab: "tokens" for classifiers, "src" and "tgt" for translators
-    meta: dict  # the whole JSON document
+    meta: dict  # the whole JSON document, as the file says it (a field an older version lacks is in config only)
     fingerprint: str = ""  # fingerprint() of the file it was loaded from
 
     @property
@@ -284,10 +307,15 @@ def parse_meta(text: str | bytes) -> dict:
     version = meta.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise CheckpointError("The checkpoint's description has no valid format_version.")
-    if version != FORMAT_VERSION:
-        raise CheckpointError(
-            f"The checkpoint uses format version {version:.0f}; this seqviz reads version {FORMAT_VERSION}."
-            if abs(version) < 10**6 else "The checkpoint's format_version is not one seqviz knows.")
+    if not OLDEST_FORMAT_VERSION <= version <= FORMAT_VERSION:
+        reads = (f"version {FORMAT_VERSION}" if OLDEST_FORMAT_VERSION == FORMAT_VERSION
+                 else f"versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}")
+        if abs(version) >= 10**6:
+            raise CheckpointError("The checkpoint's format_version is not one seqviz knows.")
+        if version > FORMAT_VERSION:
+            raise CheckpointError(f"The checkpoint was written by a newer seqviz (format version {version}); this one "
+                                  f"reads {reads}: update seqviz to open it.")
+        raise CheckpointError(f"The checkpoint uses format version {version}, older than this seqviz reads ({reads}).")
     required = {"family": str, "config": dict, "vocabularies": dict}
     optional = {"task": str, "seed": int, "data_seed": int, "steps": int, "params": int, "train_seconds": (int, float),
                 "final_loss": (int, float), "metrics": dict, "train": dict, "labels": list, "name": str,
@@ -365,7 +393,7 @@ def _config_from_meta(meta: dict):
         )
     config_class = FAMILIES[family].config_class
     fields = {f.name: f for f in dataclasses.fields(config_class)}
-    given = meta["config"]
+    given = _upgraded(meta["config"], fields.values(), meta["format_version"])
     unknown, missing = sorted(set(given) - set(fields)), sorted(set(fields) - set(given))
     if unknown or missing:
         parts = [f"unknown fields {unknown[:5]}"] if unknown else []
@@ -378,6 +406,17 @@ def _config_from_meta(meta: dict):
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"The {family} config is not valid: {error}") from None
     return family, config
+
+
+def _upgraded(given: dict, fields, version: int) -> dict:
+    """A config written by format ``version``, with every field added since then (:func:`added_in`) set to the
+    value that reproduces the model it held; a field the version already had stays missing (then refused)."""
+    upgraded = dict(given)
+    for field in fields:
+        if field.name not in given and field.metadata.get(ADDED_IN, 0) > version:
+            before = field.metadata[BEFORE]
+            upgraded[field.name] = before(given) if callable(before) else before
+    return upgraded
 
 
 def _check_config_value(family: str, name: str, hint, value):

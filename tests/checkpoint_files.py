@@ -107,3 +107,70 @@ def hostile_files(valid: bytes, marker: Path) -> dict[str, bytes]:
         "bad-name.safetensors": rewrite_meta(valid, not_a_name),
         "no-metadata.safetensors": join({k: v for k, v in header.items() if k != "__metadata__"}, body),
     }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Files kept from every checkpoint format version: tests/unit/test_checkpoints.py loads them forever after.
+
+KEPT_DIR = Path(__file__).resolve().parent / "data" / "checkpoints"
+SENTENCE = "the parcel arrived , but never the charger that was supposed to be in it .".split()
+KEPT = {
+    # kind: (task, family, config fields): one of each config class, tiny; trained by the one driver, a few steps
+    "bow": ("emails", "bow", {"alpha": 1.0}),
+    "lstm": ("emails", "lstm", {"emb_dim": 4, "hidden_dim": 4, "dropout": 0.0}),
+    "transformer": ("emails", "transformer", {"d_model": 4, "n_heads": 2, "n_layers": 1, "d_ff": 8, "max_len": 64,
+                                              "dropout": 0.0}),
+    "dot": ("translation", "dot", {"kind": "dot", "emb_dim": 8, "hidden": 8, "attn_dim": 8, "bidirectional": True,
+                                   "dropout": 0.0}),
+    "transformer-seq2seq": ("translation", "transformer-seq2seq", {"d_model": 8, "n_heads": 2, "enc_layers": 1,
+                                                                   "dec_layers": 1, "d_ff": 16, "dropout": 0.0}),
+}
+KEPT_STEPS = {"emails": 30, "translation": 200}  # enough for a translator to say more than one word again and again
+KEPT_WORDS = 8  # a translator's first words are kept, and their attention
+
+
+def kept_outputs(checkpoint, tokens) -> dict:
+    """What a kept file's model says on ``tokens``: a classifier's probabilities, a translator's words and
+    attention weights (an LSTM translator's alignment; a transformer's cross-attention)."""
+    import numpy as np
+
+    if not checkpoint.translates:
+        return {"probs": np.asarray(checkpoint.classify(tokens).probs, dtype=float).tolist()}
+    trace = checkpoint.translation(tokens, max_len=KEPT_WORDS)
+    weights = trace.alignment if hasattr(trace, "alignment") else trace.cross
+    return {"out_tokens": list(trace.out_tokens), "attention": np.asarray(weights, dtype=float).tolist()}
+
+
+def keep_this_version() -> Path:
+    """Write ``v{FORMAT_VERSION}-KIND.safetensors`` for every kind of :data:`KEPT`, and ``v{FORMAT_VERSION}.json``
+    with their sha256 and outputs on :data:`SENTENCE`. Run once per format version, by hand
+    (``python tests/checkpoint_files.py``); it never overwrites a kept file."""
+    import hashlib
+
+    from seqviz import checkpoints, driver
+    from seqviz.runtime import configure_torch
+
+    configure_torch()
+    version = checkpoints.FORMAT_VERSION
+    record = KEPT_DIR / f"v{version}.json"
+    if record.exists():
+        raise FileExistsError(f"{record} is kept already: files of a version are written once, never again")
+    KEPT_DIR.mkdir(parents=True, exist_ok=True)
+    kept = {}
+    for kind, (task, family, config) in KEPT.items():
+        recipe = driver.Recipe(name=f"kept v{version} {kind}", description=f"a tiny {family} kept by the tests",
+                               family=family, task=task, config=config,
+                               train={"steps": KEPT_STEPS[task], "batch_size": 16, "warmup": 0, "lr": 1e-2})
+        path = KEPT_DIR / f"v{version}-{kind}.safetensors"
+        data = driver.run(recipe).checkpoint
+        data = rewrite_meta(data, lambda document: document.update(train_seconds=0.0))  # no volatile bytes
+        path.write_bytes(data)
+        kept[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "sentence": SENTENCE,
+                           "outputs": kept_outputs(checkpoints.load(path), SENTENCE)}
+    lines = [f" {json.dumps(name)}: {json.dumps(entry, ensure_ascii=False)}" for name, entry in kept.items()]
+    record.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    return record
+
+
+if __name__ == "__main__":
+    print(keep_this_version())
