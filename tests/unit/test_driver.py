@@ -28,7 +28,7 @@ def test_a_spec_trains_as_its_own_build_and_the_one_loop_would(tmp_path):
     assert trained.path == tmp_path / "tiny.safetensors" and trained.path.read_bytes() == trained.checkpoint
     document = trained.document
     assert document["name"] == "tiny" and document["description"] == "trained here: tiny"
-    assert document["spec"] == SPEC.to_dict() and document["train"] == dict(vars(config))
+    assert document["spec"] == dataclasses.asdict(SPEC) and document["train"] == dict(vars(config))
     assert document["metrics"] == trained.metrics and "task_options" not in document
     assert same_weights(checkpoints.load_bytes(trained.checkpoint).model, model)
 
