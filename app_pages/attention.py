@@ -91,7 +91,7 @@ st.markdown(
 
 
 @ui.part(STEP)
-def one_step(stepwise: dict, families: dict) -> None:
+def one_step(stepwise: dict) -> None:
     """Picking another output word (or translator) reruns only this part."""
     st.subheader("One step, read like the worked example")
     label = next(iter(stepwise))
@@ -105,8 +105,7 @@ def one_step(stepwise: dict, families: dict) -> None:
                                    on_change=ui.rerun_part(STEP))
     step = trace.steps[min(picked_step, len(trace.steps) - 1)]
     st.markdown(f"**Writing “{ui.escape_markdown(step.output_token)}”**")
-    ui.chart(ui.figure(charts.step_chart, families[label]), charts.step_data(step, trace.src_tokens),
-             "attention-step")
+    ui.show("attention-step", {label: trace}, "attention-step", step=picked_step)
     top = sorted(zip(step.weights, charts.position_labels(trace.src_tokens), strict=True), reverse=True)[:3]
     mix = " + ".join(f"{w:.2f} × h({ui.escape_markdown(word)})" for w, word in top)
     st.markdown(f"③ The context for “{ui.escape_markdown(step.output_token)}” is the weighted average of the "
@@ -114,33 +113,28 @@ def one_step(stepwise: dict, families: dict) -> None:
                 f"(the weights add to {step.weights.sum():.3f}).")
 
 
-picked = models.pick("alignment", ["additive", "dot"], multi=True, label="Translators with attention")
+picked = models.pick("alignment", multi=True, label="Translators with attention")
 models.download_buttons(picked, "attention")
 tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.") \
     if picked else None
 if tokens:
     models.unknown_notes(picked, tokens)
-    traces = {ref.label: models.translation(ref, tokens) for ref in picked}
-    families = models.families(picked)
+    traces = models.traces(picked, "alignment", tokens)
     st.markdown("  \n".join(f"**{ui.escape_markdown(label)}** writes: "
                              + ui.escape_markdown(" ".join(trace.out_tokens) or "(nothing)")
                              for label, trace in traces.items()))
     for trace in traces.values():
         models.runaway_note(trace, tokens)
     st.subheader("Alignments: where each French word looked")
-    for label, trace in traces.items():
-        if trace.out_tokens:
-            ui.chart(ui.figure(charts.alignment_chart, title=f"{label}: output word (row) × source word (column)",
-                               annotate=charts.alignment_annotated(trace.src_tokens, trace.out_tokens)),
-                     charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
-                     f"attention-alignment-{ui.slug(label)}")
+    ui.show("alignment", traces, "attention-alignment")
     st.caption("Each row adds to 1 (for a transformer: its last layer's cross-attention, averaged over heads). "
                "Look for the diagonal, and where it bends: try “my red phone never arrived .” for an adjective "
                "after its noun (“téléphone rouge”) and a negation around the verb (“n' est jamais arrivé”), or "
                "the chapter's second email, where “le” in “le contenir” looks back at the word it stands for.")
-    stepwise = {label: trace for label, trace in traces.items() if getattr(trace, "steps", None)}
+    stepwise = {ref.label: traces[ref.label] for ref in models.fitting(picked, "attention-step")
+                if traces[ref.label].steps}  # a translator that wrote nothing has no step to show
     if stepwise:
-        one_step(stepwise, families)
+        one_step(stepwise)
 
 st.info("Nothing in these three steps waits for a previous step: every word is scored, weighted and "
         "mixed at the same moment. That is what lets the transformer drop recurrence.",

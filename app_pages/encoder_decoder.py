@@ -7,8 +7,6 @@ from seqviz.analysis.translation_check import check
 from seqviz.data.translation import reference_translation
 from seqviz.ui import models
 
-SHIPPED = ["plain", "additive", "dot", "transformer-translator"]  # shown first; the picker adds any translator
-
 st.title("Encoder and decoder: the bottleneck")
 st.markdown(
     "Translation turns one sequence into another of a different length. An **encoder** LSTM reads the English "
@@ -18,7 +16,7 @@ st.markdown(
     "English→French grammar about parcels, with the same data and the same training budget for the LSTMs."
 )
 
-picked = models.pick("translator", SHIPPED, multi=True, label="Translators")
+picked = models.pick("translator", multi=True, label="Translators")
 models.download_buttons(picked, "encoder-decoder")
 if not picked:
     ui.share_box("encoder-decoder")
@@ -35,7 +33,7 @@ if tokens:
     else:
         st.markdown("**Reference** (from the grammar): " + ui.escape_markdown(" ".join(reference)))
     for ref in picked:
-        trace = models.translation(ref, tokens)
+        trace = models.trace(ref, "translator", tokens)
         checked = check(trace.out_tokens, reference)
         verdict = "" if checked.exact is None else (" ✓ exact" if checked.exact else
                                                     f" ✗ {checked.token_accuracy:.0%} of words right")
@@ -63,7 +61,7 @@ def by_length(measured: dict, colours: dict) -> None:
 
 
 by_length(measured, models.colours(picked))
-plain, additive = models.shipped_meta("plain"), models.shipped_meta("additive")
+plain, additive = models.quoted("bottleneck"), models.quoted("attention")
 if plain is not None and additive is not None:
     st.markdown(
         f"On held-out sentences of 25 tokens or more, the shipped plain encoder-decoder gets "

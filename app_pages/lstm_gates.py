@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from seqviz import charts, ui
+from seqviz import ui, views
 from seqviz.analysis import gates
 from seqviz.ui import models
 
@@ -21,7 +21,7 @@ st.markdown(
     "nn.LSTM to 1e-5 in the tests)."
 )
 
-picked = models.pick("gates", "lstm", label="Model with an LSTM")
+picked = models.pick("gates", label="Model with an LSTM")
 models.download_buttons(picked, "lstm-gates")
 if not picked:
     ui.share_box("lstm-gates")
@@ -36,7 +36,7 @@ if not tokens:
     st.stop()
 
 models.unknown_notes([ref], tokens)
-trace = models.gates(ref, tokens)
+trace = models.trace(ref, "gates", tokens)
 hidden = trace.forget_gate.shape[1]
 
 GRID, UNIT = "gates-grid", "gates-unit"
@@ -54,8 +54,7 @@ def every_gate(trace) -> None:
         st.slider("Units to show (those whose cell state moves most)", 4, hidden, value=min(16, hidden),
                   step=4 if hidden % 4 == 0 else 1, key="units", bind="query-params",
                   on_change=ui.rerun_part(GRID, UNIT))  # the unit picker offers the units shown
-    ui.chart(ui.figure(charts.gates_chart, charts.gate_column_px(len(trace.tokens))),
-             charts.gates_data(trace, gates.most_active_units(trace, shown_units())), "lstm-gates")
+    ui.show("gates", {ref.label: trace}, "lstm-gates", units=shown_units())
 
 
 @ui.part(UNIT)
@@ -63,14 +62,14 @@ def one_unit(trace) -> None:
     st.subheader("2. One unit across the sentence")
     unit = st.selectbox("Unit", gates.most_active_units(trace, shown_units()), key="unit",
                         bind="query-params", on_change=ui.rerun_part(UNIT))
-    ui.chart(ui.figure(charts.unit_lines_chart), charts.unit_lines_data(trace, unit), "lstm-unit")
+    ui.draw(views.get("gates").unit(trace, unit), "lstm-unit")
 
 
 every_gate(trace)
 one_unit(trace)
 
 st.subheader("3. How much each word keeps")
-ui.chart(ui.figure(charts.mean_forget_chart), charts.mean_forget_data(trace), "lstm-forget")
+ui.draw(views.get("gates").keeping(trace), "lstm-forget")
 st.markdown(ui.escape_markdown(gates.forget_summary(trace)))
 
 ui.share_box("lstm-gates")

@@ -8,8 +8,6 @@ from seqviz.data.emails import CHAPTER_EMAILS, TEAMS
 from seqviz.text import tokenize
 from seqviz.ui import models
 
-SHIPPED = ["bow", "rnn", "gru", "lstm", "transformer"]  # shown first; the picker adds any email classifier
-
 st.title("Order matters")
 st.markdown(
     "Two support emails reached Cartwise on the same morning. They use almost the same words, yet one is a "
@@ -40,7 +38,7 @@ st.markdown(
     "read in order (a plain RNN, a GRU, an LSTM and a small transformer). Each bar shows the probability "
     "of each team. Add your own email classifiers (from the sidebar's *Your models*) to compare them."
 )
-picked = models.pick("email-classifier", SHIPPED, multi=True, label="Email classifiers")
+picked = models.pick("email-classifier", multi=True, label="Email classifiers")
 models.download_buttons(picked, "order")
 if not picked:
     ui.share_box("order")
@@ -48,20 +46,17 @@ if not picked:
 a_col, b_col = st.columns(2)
 for column, (text, label), name in ((a_col, CHAPTER_EMAILS[0], "Email A"), (b_col, CHAPTER_EMAILS[1], "Email B")):
     with column:
-        tokens = tuple(tokenize(text))
-        traces = {ref.label: models.classify(ref, tokens) for ref in picked}
-        ui.chart(ui.figure(charts.probabilities_chart, tuple(traces), title=f"{name}: should be {label}"),
-                 charts.probabilities_data(traces), f"order-{name[-1].lower()}")
+        traces = models.traces(picked, "email-classifier", tokenize(text))
+        ui.show("email-classifier", traces, f"order-{name[-1].lower()}", title=f"{name}: should be {label}")
         right_models = [m for m, t in traces.items() if t.predicted == label]
         st.caption(ui.escape_markdown(f"Right on {name}: {', '.join(right_models) or 'none'}."))
 
 st.subheader("3. Your sentence")
 tokens = ui.sentence_tokens("Type a sentence in the sidebar to see how each model routes it.")
 if tokens:
-    mine = {ref.label: models.classify(ref, tokens) for ref in picked}
+    mine = models.traces(picked, "email-classifier", tokens)
     models.unknown_notes(picked, tokens)
-    ui.chart(ui.figure(charts.probabilities_chart, tuple(mine), title="The sidebar sentence"),
-             charts.probabilities_data(mine), "order-sentence")
+    ui.show("email-classifier", mine, "order-sentence")
     votes = ", ".join(f"{m}: {t.predicted}" for m, t in mine.items())
     st.caption(ui.escape_markdown(f"Predicted team per model: {votes}."))
 
@@ -69,7 +64,7 @@ st.subheader("4. Measured on held-out emails")
 measured = models.measured(picked)
 colours = models.colours(picked)
 ui.chart(ui.figure(charts.twins_chart, measured, colours), charts.twins_data(measured, colours), "order-twins")
-bow = models.shipped_meta("bow")
+bow = models.quoted("bag of words")
 if bow is not None:
     bow = bow["metrics"]
     st.markdown(

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from seqviz import charts, ui
+from seqviz import charts, ui, views
 from seqviz.ui import models, training
 
 st.title("Train your own")
@@ -22,31 +22,9 @@ training.server_status()
 
 
 def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
-    """One snapshot of the model's view of the sentence, drawn like the page that shows that view."""
-    from seqviz.analysis.gates import most_active_units
-
-    trace = snapshot.trace
-    if snapshot.kind == "translation":
-        st.markdown("It writes: " + ui.escape_markdown(snapshot.summary))
-        if trace.alignment is not None and trace.out_tokens:
-            ui.chart(ui.figure(charts.alignment_chart, title="Where each French word looked",
-                               annotate=charts.alignment_annotated(trace.src_tokens, trace.out_tokens)),
-                     charts.alignment_data(trace.src_tokens, trace.out_tokens, trace.alignment),
-                     f"train-alignment-{run_id}")
-    elif snapshot.kind == "gates":
-        units = most_active_units(trace, min(16, trace.forget_gate.shape[1]))
-        ui.chart(ui.figure(charts.gates_chart, charts.gate_column_px(len(trace.tokens))),
-                 charts.gates_data(trace, units), f"train-gates-{run_id}")
-    elif snapshot.kind == "heads":
-        ui.chart(ui.figure(charts.attention_heads_chart, charts.heads_cell_px(len(trace.tokens))),
-                 charts.attention_heads_data(trace.tokens, trace.weights), f"train-heads-{run_id}")
-    elif snapshot.kind == "probabilities":
-        ui.chart(ui.figure(charts.probabilities_chart, (label,), title="The sidebar sentence"),
-                 charts.probabilities_data({label: trace}), f"train-probabilities-{run_id}")
-    elif snapshot.kind == "memory":
-        metadata, colours = {label: {"metrics": trace}}, {label: charts.model_colour(family)}
-        ui.chart(ui.figure(charts.memory_accuracy_chart, colours, trace["chance"]),
-                 charts.memory_data(metadata, colours), f"train-memory-{run_id}")
+    """One snapshot of the model's view of the sentence, drawn by the view that drew it on its page."""
+    ui.show(snapshot.view, {label: snapshot.trace}, f"train-{snapshot.view}-{run_id}",
+            {label: charts.model_colour(family)}, title="Where each French word looked")
 
 
 def draw_run(run) -> None:
@@ -81,16 +59,16 @@ def draw_run(run) -> None:
                  charts.training_data(state.losses, state.metric_history, state.metric_name),
                  f"train-curves-{state.id}")
     if state.snapshots:
-        st.markdown("**Watch it learn**: the model's view of the sidebar sentence"
-                    + (" (it was typed when the run started)." if spec.task != "memory" else " (held-out sequences)."))
+        st.markdown("**Watch it learn**: " + ("the model's view of the sidebar sentence (it was typed when the run "
+                                              "started)." if views.get(state.snapshots[-1][1].view).needs_sentence else
+                                              "the model on held-out data."))
         index = len(state.snapshots) - 1
         if state.ended and len(state.snapshots) > 1:
             steps = [step for step, _ in state.snapshots]
             chosen = st.select_slider("Snapshot after step", options=steps, value=steps[-1], key=f"snap-{state.id}")
             index = steps.index(chosen)
         step, snapshot = state.snapshots[index]
-        st.caption(f"After step {step}" + ("." if snapshot.kind == "translation" else
-                                          f": {ui.escape_markdown(snapshot.summary)}"))
+        st.caption(f"After step {step}: {ui.escape_markdown(snapshot.summary)}")
         draw_snapshot(snapshot, state.name, spec.family, state.id)
     if state.ended and state.metrics:
         compare_with_shipped(state)

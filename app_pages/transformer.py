@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from seqviz import charts, ui
+from seqviz import charts, story, ui
 from seqviz.analysis.timing import ATTENTION_LABEL, LSTM_LABEL
 from seqviz.ui import models
 
@@ -41,29 +41,24 @@ st.markdown(
 
 st.subheader("2. Self-attention of a trained email classifier, every layer and head")
 tokens = ui.sentence_tokens()
-encoder = models.pick("self-attention", "transformer", label="Transformer classifier")
+encoder = models.pick("self-attention", label="Transformer classifier")
 models.download_buttons(encoder, "transformer-classifier")
 if tokens and encoder:
     models.unknown_notes([encoder[0]], tokens)
-    trace = models.self_attention(encoder[0], tokens)
-    ui.chart(ui.figure(charts.attention_heads_chart, charts.heads_cell_px(len(trace.tokens))),
-             charts.attention_heads_data(trace.tokens, trace.weights), "transformer-self-attention")
+    ui.show("self-attention", models.traces(encoder[:1], "self-attention", tokens), "transformer-self-attention")
     st.caption("Rows: the word attending; columns: the word it looks at; each row adds to 1. Different heads "
                "learn to look for different things, all in one step.")
 
 st.subheader("3. Cross-attention of a trained transformer translator")
-translator = models.pick("cross-attention", "transformer-translator", label="Transformer translator")
+translator = models.pick("cross-attention", label="Transformer translator")
 models.download_buttons(translator, "transformer-translator")
 if tokens and translator:
     models.unknown_notes([translator[0]], tokens)
-    translated = models.translation(translator[0], tokens)
-    st.markdown("It writes: " + ui.escape_markdown(" ".join(translated.out_tokens) or "(nothing)"))
-    models.runaway_note(translated, tokens)
-    if translated.out_tokens:
-        ui.chart(ui.figure(charts.attention_heads_chart, charts.heads_cell_px(len(translated.src_tokens)),
-                           row_title="French word written", col_title="English word"),
-                 charts.attention_heads_data(translated.src_tokens, translated.cross, translated.out_tokens),
-                 "transformer-cross-attention")
+    translated = models.traces(translator[:1], "cross-attention", tokens)
+    trace = next(iter(translated.values()))
+    st.markdown("It writes: " + ui.escape_markdown(" ".join(trace.out_tokens) or "(nothing)"))
+    models.runaway_note(trace, tokens)
+    ui.show("cross-attention", translated, "transformer-cross-attention")
 
 st.subheader("4. Measured on this machine")
 if st.button("Measure again", icon=":material/timer:"):
@@ -79,14 +74,14 @@ st.markdown(
     "multiplications, work a GPU can spread over thousands of cores at once. (On a CPU, attention's T × T "
     "table grows with the square of the length, so its advantage here is smaller than on a GPU.)"
 )
-metadata = {name: meta for name in ("plain", "additive", "dot", "transformer-translator")
-            if (meta := models.shipped_meta(name)) is not None}
+metadata = {name: meta for name in story.models("throughput") if (meta := models.shipped_meta(name)) is not None}
+transformer_name, lstm_name = story.models("transformer translator")[0], story.models("recurrent translator")[0]
 if metadata:
     throughput = charts.throughput_data(metadata, list(metadata))
     ui.chart(ui.figure(charts.throughput_chart, metadata, list(metadata)), throughput, "transformer-throughput")
     speed = throughput.set_index("model")["sentence pairs per second"]
-    if {"transformer-translator", "dot"} <= set(speed.index):
-        transformer, lstm = speed["transformer-translator"], speed["dot"]
+    if {transformer_name, lstm_name} <= set(speed.index):
+        transformer, lstm = speed[transformer_name], speed[lstm_name]
         if transformer < lstm:
             st.markdown(
                 f"**Here the transformer trained slower than the attention LSTM**: {transformer:.0f} against "

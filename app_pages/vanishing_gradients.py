@@ -2,13 +2,8 @@
 
 import streamlit as st
 
-from seqviz import charts, ui
+from seqviz import charts, families, ui
 from seqviz.ui import models
-
-# What each section shows first; its picker adds any model that fits (the visitor's own among them).
-CLASSIFIERS = ["rnn", "gru", "lstm", "transformer"]
-RECURRENT = ["rnn", "gru", "lstm"]
-MEMORY = ["memory-rnn", "memory-gru", "memory-lstm"]
 
 st.title("Vanishing (and exploding) gradients")
 st.markdown(
@@ -19,14 +14,13 @@ st.markdown(
 )
 
 st.subheader("1. Which words can still move the decision?")
-saliency_models = models.pick("saliency", CLASSIFIERS, multi=True, label="Email classifiers")
+saliency_models = models.pick("saliency", multi=True, label="Email classifiers")
 models.download_buttons(saliency_models, "saliency")
 tokens = ui.sentence_tokens()
 if tokens and saliency_models:
     models.unknown_notes(saliency_models, tokens)
-    found = {ref.label: models.saliency(ref, tokens) for ref in saliency_models}
-    ui.chart(ui.figure(charts.saliency_chart, models.colours(saliency_models)), charts.saliency_data(found),
-             "gradients-saliency")
+    found = models.traces(saliency_models, "saliency", tokens)
+    ui.show("saliency", found, "gradients-saliency", models.colours(saliency_models))
     spans = "; ".join(f"{name}: {s.norms[0] / s.norms[-1]:.2g}×" for name, s in found.items() if s.norms[-1] > 0)
     st.markdown(
         "For each model: the size of the gradient of its chosen team's score with respect to each word's "
@@ -37,7 +31,7 @@ if tokens and saliency_models:
     )
 
 st.subheader("2. ‖∂h_T/∂h_k‖ on long sequences")
-recurrent = models.pick("recurrent", RECURRENT, multi=True, label="Recurrent models")
+recurrent = models.pick("recurrent", multi=True, label="Recurrent models")
 models.download_buttons(recurrent, "recurrent")
 JACOBIAN, TRAINING = "jacobian", "memory-steps"
 
@@ -56,7 +50,7 @@ def jacobians(recurrent) -> None:
         curves[(ref.label, "untrained")] = models.jacobian(ref, False, length)
         curves[(ref.label, "trained")] = models.jacobian(ref, True, length)
     scaled_state = f"with W_h × {scale:g}"  # after "trained" and "untrained" in the legend: dotted
-    plain = [ref for ref in recurrent if ref.family == "rnn"]
+    plain = [ref for ref in recurrent if families.get(ref.family).pascanu_bound]
     if scale != 1.0:
         for ref in plain:
             curves[(ref.label, scaled_state)] = models.jacobian(ref, True, length, scale)
@@ -75,7 +69,7 @@ def jacobians(recurrent) -> None:
                 text += (" — with η above 1 the bound allows growth, yet the measurement vanishes: tanh's slopes "
                          "1 − h² pull every factor down (the bound is cut off where it leaves the chart)")
         text += "."
-        lstm = next((ref for ref in recurrent if ref.family == "lstm"), None)
+        lstm = next((ref for ref in recurrent if families.get(ref.family).lstm_gates), None)
         if lstm is not None:
             kept = curves[(lstm.label, "trained")].norm[far - 1]
             text += (f" The trained {ui.escape_markdown(lstm.label)} keeps **{kept:.1e}** over {far} steps: its cell "
@@ -107,7 +101,7 @@ def jacobians(recurrent) -> None:
 jacobians(recurrent)
 
 st.subheader("3. Can it learn twenty steps back?")
-memory = models.pick("memory", MEMORY, multi=True, label="Memory models")
+memory = models.pick("memory", multi=True, label="Memory models")
 models.download_buttons(memory, "memory")
 shipped_memory = [ref for ref in memory if ref.shipped]
 curve_source = models.shipped_meta(shipped_memory[0].name) if shipped_memory else None
@@ -127,14 +121,10 @@ def learning_to_remember(memory, shipped_memory, steps) -> None:
         step = st.select_slider("Training steps so far", options=steps, value=300 if 300 in steps else steps[0],
                                 key="steps", bind="query-params",
                                 on_change=ui.rerun_part(TRAINING))
-    metadata = {}
-    for ref in memory:
-        metadata[ref.label] = (models.shipped_meta(ref.name) if ref.shipped else {"metrics": models.held_out(ref)})
+    metadata = models.measured(memory)
     if memory:
-        chance = next(iter(metadata.values()))["metrics"]["chance"]
-        colours = models.colours(memory)
-        ui.chart(ui.figure(charts.memory_accuracy_chart, colours, chance),
-                 charts.memory_data(metadata, colours, step), "gradients-memory")
+        ui.show("memory", {label: meta["metrics"] for label, meta in metadata.items()}, "gradients-memory",
+                models.colours(memory), step=step)
     if any(not ref.shipped for ref in memory):
         st.caption("Your own models are drawn as they are now (measured here on the same held-out sequences), "
                    "not as they were during training.")

@@ -105,11 +105,12 @@ def _first_at_least(history, threshold: float):
 
 def train_preset(manager, name: str, tokens: tuple[str, ...]) -> dict:
     """Train the preset ``name`` from scratch through ``manager`` (as the Train page does); its figures."""
+    from seqviz import story
     from seqviz.runs import preset
     from seqviz.worker import SnapshotView
 
     spec = preset(name).spec
-    snapshot = SnapshotView.for_run(spec, tokens)  # computed on the worker, as the Train page's
+    snapshot = SnapshotView.for_run(spec, tokens, story.models("watch"))  # on the worker, as the Train page's
     with LoadSampler() as load:
         began = time.perf_counter()
         run = manager.submit(OWNER, spec, snapshot_fn=snapshot)

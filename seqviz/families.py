@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-# Okabe–Ito colours: they stay apart for colour-blind readers and read on the light and the dark theme.
-GREY, VERMILLION, GREEN, BLUE, PURPLE = "#777777", "#D55E00", "#009E73", "#0072B2", "#CC79A7"
+from seqviz.palette import BLUE, GREEN, GREY, PURPLE, VERMILLION
 
 
 @cache

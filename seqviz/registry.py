@@ -10,20 +10,19 @@ never takes a shipped model's place under its name.
   store that the app keeps in that session's state only: another visitor never sees them, and a reload
   of the browser tab, a new session, forgets them.
 
-What a page can show is a *view*; which models fit it follows from what the model can trace (its
-methods), and, where a view measures on held-out data, from its task (:data:`VIEWS`, :func:`fits`).
+What a page can show is a *view* (seqviz.views); which models fit it follows from a reference's family and
+task alone, so deciding needs no model loaded.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seqviz import checkpoints, zoo
+from seqviz import checkpoints, families, zoo
 from seqviz.limits import MAX_MODEL_NAME_CHARS, MAX_SESSION_MODELS
 
 YOURS_SUFFIX = " (yours)"  # ends a visitor model's label; such a value is never meaningful in a shared link
@@ -33,7 +32,7 @@ YOURS_SUFFIX = " (yours)"  # ends a visitor model's label; such a value is never
 class ModelRef:
     name: str  # the zoo's name for a shipped model; for a visitor's, the name they see (unique in the session)
     fingerprint: str  # checkpoints.fingerprint of the file's bytes: the key of every cache
-    family: str  # a key of seqviz.models.FAMILIES
+    family: str  # a key of seqviz.families.FAMILIES
     task: str | None  # the task it was trained on: "emails", "memory", "translation"
     shipped: bool
 
@@ -47,38 +46,6 @@ class ModelRef:
 def is_yours(value: str) -> bool:
     """Whether a picker's value (or one in the address) names a visitor's model."""
     return value.endswith(YOURS_SUFFIX)
-
-
-# --- Views: what a page shows, and which models can show it ----------------------------------------
-
-
-def _translator(model) -> bool:
-    return hasattr(model, "translate")
-
-
-VIEWS: dict[str, tuple[str, Callable[[Any, str | None], bool]]] = {
-    # view: (what fits, in words; test on (model, task))
-    "email-classifier": ("any email classifier", lambda m, task: task == "emails" and hasattr(m, "predict_proba")),
-    "saliency": ("any email classifier that autograd can read (not the bag of words)",
-                 lambda m, task: task == "emails" and hasattr(m, "forward_from_embeddings")),
-    "recurrent": ("any recurrent classifier or memory model", lambda m, task: hasattr(m, "recurrent_layer")),
-    "memory": ("any model trained on the memory task", lambda m, task: task == "memory"),
-    "gates": ("any model with an LSTM: a classifier, a memory model, a translator's encoder",
-              lambda m, task: hasattr(m, "gate_trace")),
-    "translator": ("any translator", lambda m, task: _translator(m)),
-    "alignment": ("any translator with attention",
-                  lambda m, task: _translator(m) and bool(getattr(m, "has_attention", False))),
-    "self-attention": ("any transformer classifier", lambda m, task: hasattr(m, "attention_trace")),
-    "cross-attention": ("any transformer translator",
-                        lambda m, task: _translator(m) and bool(getattr(m, "attention_heads", False))),
-}
-
-
-def fits(view: str, checkpoint) -> bool:
-    """Can this loaded checkpoint be shown in ``view``?"""
-    if view not in VIEWS:
-        raise KeyError(f"unknown view {view!r}; known: {', '.join(VIEWS)}")
-    return VIEWS[view][1](checkpoint.model, checkpoint.task)
 
 
 # --- Shipped models -----------------------------------------------------------------------------
@@ -157,12 +124,13 @@ def check_fits_task(checkpoint) -> None:
         raise checkpoints.CheckpointError(
             f"A {task} model must answer with the labels {', '.join(expected)}; this one has "
             f"{', '.join(map(str, checkpoint.labels or ()))[:120] or 'none'}.")
-    needs = {"src", "tgt"} if _translator(checkpoint.model) else {"tokens"}
+    translates = families.get(checkpoint.family).translates
+    needs = {"src", "tgt"} if translates else {"tokens"}
     if set(checkpoint.vocabularies) != needs:
         raise checkpoints.CheckpointError(
             f"A {checkpoint.family} model needs the vocabularies {sorted(needs)}, "
             f"not {sorted(checkpoint.vocabularies)}.")
-    if (task == "translation") != _translator(checkpoint.model):
+    if (task == "translation") != translates:
         raise checkpoints.CheckpointError(f"A {checkpoint.family} model cannot be trained on the {task} task.")
 
 

@@ -21,14 +21,14 @@ The modules, by concern (every public name is also here, as ``charts.alignment_c
 - ``worked``: the chapter's worked figures (the tiny RNN's memory and gradient, the worked attention example);
 - ``heatmaps``: the heatmap template, a translator's alignment, a transformer's heads;
 - ``gates``: an LSTM's gates (heatmaps of every unit, one unit's lines, the mean forget gate);
-- ``attention``: one decoder step of attention (scores, then weights) and each attention part's score formula;
+- ``attention``: one decoder step of attention (scores, then weights), titled with the attention part's own score;
 - ``gradients``: saliency per word and the Jacobian's norm against distance;
 - ``classifiers``: the email classifiers' probabilities and what a bag of words sees;
 - ``metrics``: measured results (held-out comparisons from the zoo's metadata, throughput, forward time);
 - ``training``: a run's curves on /train.
 """
 
-from seqviz.charts.attention import SCORE_FORMULAS, step_chart, step_data
+from seqviz.charts.attention import score_title, step_chart, step_data
 from seqviz.charts.base import (
     LEGEND_ROW_PX,
     LOG_FLOOR,
@@ -46,7 +46,6 @@ from seqviz.charts.classifiers import bag_chart, bag_data, probabilities_chart, 
 from seqviz.charts.colours import (
     BLACK,
     BLUE,
-    FAMILY_COLOURS,
     GREEN,
     GREY,
     LABEL_GREY,
@@ -109,16 +108,17 @@ from seqviz.charts.worked import (
 
 # Every name callers use, as before the package (pages, seqviz.ui, seqviz.watch, tests, benchmarks).
 __all__ = [
-    "ANNOTATED_CELLS", "BLACK", "BLUE", "FAMILY_COLOURS", "GATE_FIELDS", "GRADIENT_SERIES", "GREEN", "GREY",
+    "ANNOTATED_CELLS", "BLACK", "BLUE", "GATE_FIELDS", "GRADIENT_SERIES", "GREEN", "GREY",
     "LABEL_GREY", "LEGEND_ROW_PX", "LOG_FLOOR", "MAX_CURVE_POINTS", "MODEL_LABEL_PX", "ORANGE", "PURPLE",
-    "SCORE_FORMULAS", "SKY", "TABLE", "TITLE_LINE_CHARS", "VERMILLION", "YELLOW", "YOUR_COLOURS",
+    "SKY", "TABLE", "TITLE_LINE_CHARS", "VERMILLION", "YELLOW", "YOUR_COLOURS",
     "alignment_annotated", "alignment_chart", "alignment_data", "attention_heads_chart", "attention_heads_data",
     "attention_steps_data", "attention_weights_chart", "bag_chart", "bag_data", "context_mix_chart",
     "context_mix_data", "draws_table", "gate_column_px", "gates_chart", "gates_data", "gradient_chart",
     "gradient_data", "heads_cell_px", "heatmap", "heatmap_data", "jacobian_chart", "jacobian_data", "legend_rows",
     "mean_forget_chart", "mean_forget_data", "memory_accuracy_chart", "memory_chart", "memory_curve", "memory_data",
     "model_colour", "model_colours", "model_legend", "position_labels", "probabilities_chart", "probabilities_data",
-    "saliency_chart", "saliency_data", "step_chart", "step_data", "table", "throughput_chart", "throughput_data",
+    "saliency_chart", "saliency_data", "score_title", "step_chart", "step_data", "table", "throughput_chart",
+    "throughput_data",
     "timing_chart", "timing_data", "tiny_rnn_data", "training_chart", "training_data", "translation_by_length_chart",
     "translation_by_length_data", "twins_chart", "twins_data", "unit_lines_chart", "unit_lines_data", "wrap_titles"
 ]

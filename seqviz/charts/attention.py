@@ -17,19 +17,27 @@ def step_data(step, src_tokens: list[str]) -> pd.DataFrame:
                          "e^(score − max)": np.exp(scores - scores.max()), "weight α": step.weights})
 
 
-# How each attention part scores a source word (the decoder state s asks, the encoder state hⱼ answers).
-SCORE_FORMULAS = {"additive": "vᵀ tanh(W s + U hⱼ)", "dot": "s · W_a hⱼ"}
+# An attention part's score rule (seqviz.models.attention) as an axis prints it: score_j -> scoreⱼ, s_{t-1} -> sₜ₋₁.
+_SUBSCRIPTS = (("_{t-1}", "ₜ₋₁"), ("_t", "ₜ"), ("_j", "ⱼ"), ("_a", "ₐ"))
 
 
-def step_chart(family: str = "additive") -> alt.HConcatChart:
+def score_title(score_rule: str | None) -> str:
+    """The score axis's title: ① and the part's own score rule in subscripts."""
+    rule = score_rule or ""
+    for written, printed in _SUBSCRIPTS:
+        rule = rule.replace(written, printed)
+    return f"① {rule}" if rule else "① score"
+
+
+def step_chart(score_rule: str | None = None) -> alt.HConcatChart:
     """The chapter's steps ① and ② on the real model: scores, then the softmax weights (a template of
-    ``step_data``; the page names the word being written)."""
+    ``step_data``; the page names the word being written). ``score_rule``: the attention part's, from the trace."""
     tooltip = [alt.Tooltip("source word:N"), alt.Tooltip("score:Q", format=".3f"),
                alt.Tooltip("weight α:Q", format=".3f")]
     y = alt.Y("source word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelLimit=160))
     size = dict(height=alt.Step(18), width=220)
     scores = alt.Chart().mark_bar(color=GREY).encode(
-        y=y, x=alt.X("score:Q", title=f"① score {SCORE_FORMULAS.get(family, '')}".rstrip()), tooltip=tooltip
+        y=y, x=alt.X("score:Q", title=score_title(score_rule)), tooltip=tooltip
     ).properties(**size)
     weights = alt.Chart().mark_bar(color=BLUE).encode(
         y=y, x=alt.X("weight α:Q", title="② softmax weight α", scale=alt.Scale(domain=[0, 1])), tooltip=tooltip

@@ -217,6 +217,24 @@ def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
                         mime="image/svg+xml", key=f"svg-{name}", icon=":material/draw:", on_click="ignore")
 
 
+def draw(figure, name: str) -> None:
+    """Draw a :class:`seqviz.views.Figure` (a template and its table) as :func:`chart` does."""
+    chart(_figure(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args), dict(figure.kwargs),
+                  figure.make), figure.table, name)
+
+
+def show(view: str, traces: dict, name: str, colours: dict[str, str] | None = None, **options) -> None:
+    """Draw the traces (label -> trace) as the view ``view`` draws them (seqviz.views). Its charts are named
+    ``name``, or ``name-<model>`` when it draws one per model, then ``name-2``, ``name-3`` when it draws several."""
+    from seqviz import views
+
+    for number, figure in enumerate(views.get(view).figures(traces, colours, **options), start=1):
+        if figure.label is not None:
+            draw(figure, f"{name}-{slug(figure.label)}")
+        else:
+            draw(figure, name if number == 1 else f"{name}-{number}")
+
+
 def _spec_of(figure: alt.TopLevelMixin) -> dict:
     """The chart as Streamlit sends it (Vega-Lite, its tables as Arrow), converted once per chart object.
 

@@ -1,8 +1,10 @@
 """The app's models: the visitor's own beside the shipped ones, the pickers, and traces cached by fingerprint.
 
-A page asks for a view ("alignment", "gates", ...) with :func:`pick` and draws whatever models come back,
-shipped or the visitor's. Shipped models load once per server and are shared read-only; a visitor's models
-live in their session's state only (:func:`your_models`). Every cache of traces and measurements is keyed by
+A page asks for a view ("alignment", "gates", ...; seqviz.views) with :func:`pick`, traces what comes back
+with :func:`trace` and draws it with ``seqviz.ui.show``, whether the models are shipped or the visitor's. The
+shipped models a view shows first are named once, in the story's page list (seqviz.story). Shipped models
+load once per server and are shared read-only; a visitor's models live in their session's state only
+(:func:`your_models`). Every cache of traces and measurements is keyed by
 the checkpoint's fingerprint, so visitors' models never collide and never pose as a shipped model.
 """
 
@@ -12,7 +14,7 @@ import hashlib
 
 import streamlit as st
 
-from seqviz import charts, registry
+from seqviz import charts, families, registry, story, views
 from seqviz.limits import MAX_SESSION_MODELS, MAX_UPLOAD_MB, output_limit
 from seqviz.registry import ModelRef, SessionModels
 
@@ -83,10 +85,8 @@ def _take_upload(key: str) -> None:
 
 
 def _your_model_row(model: registry.SessionModel) -> None:
-    from seqviz.models import FAMILIES
-
     ref = model.ref
-    st.markdown(f"**{_escape(ref.name)}**  \n{_escape(FAMILIES[ref.family].label)}, {ref.task} task, "
+    st.markdown(f"**{_escape(ref.name)}**  \n{_escape(families.get(ref.family).label)}, {ref.task} task, "
                 f"{model.origin}")
     row = st.container(horizontal=True)
     row.download_button("Download checkpoint", data=model.data, file_name=_file_name(ref),
@@ -128,12 +128,8 @@ def _load_shipped(name: str, fingerprint: str):
     return checkpoints.load(_shipped()[0][name].path)
 
 
-@st.cache_resource(show_spinner="Reading the shipped models…")
-def _shipped_views() -> dict[str, tuple[str, ...]]:
-    """view -> the shipped models that fit it (decided by what each loaded model can trace)."""
-    shipped, _ = _shipped()
-    loaded = {name: _load_shipped(name, s.ref.fingerprint) for name, s in shipped.items()}
-    return {view: tuple(n for n, ck in loaded.items() if registry.fits(view, ck)) for view in registry.VIEWS}
+def _fits(view: str, ref: ModelRef) -> bool:
+    return views.fits(view, ref.family, ref.task)
 
 
 def checkpoint(ref: ModelRef):
@@ -153,29 +149,33 @@ def shipped_ref(name: str) -> ModelRef | None:
 
 def candidates(view: str) -> list[ModelRef]:
     """The models that fit ``view``: the visitor's own first, then the shipped ones in the zoo's order."""
-    yours = [m.ref for m in your_models() if registry.fits(view, m.checkpoint)]
-    shipped = _shipped()[0]
-    return yours + [shipped[name].ref for name in _shipped_views()[view]]
+    yours = [m.ref for m in your_models() if _fits(view, m.ref)]
+    return yours + [s.ref for s in _shipped()[0].values() if _fits(view, s.ref)]
 
 
-def pick(view: str, default: str | list[str], *, multi: bool = False, label: str = "Model") -> list[ModelRef]:
+def fitting(refs: list[ModelRef], view: str) -> list[ModelRef]:
+    """The models among ``refs`` that fit ``view``, in the order given."""
+    return [ref for ref in refs if _fits(view, ref)]
+
+
+def pick(view: str, *, multi: bool = False, label: str = "Model") -> list[ModelRef]:
     """A picker over the models that fit ``view``, bound to the address under the view's name
     (/lstm-gates?gates=additive); returns the chosen ones. Each view is on one page only, so a choice never
     leaks into another page's picker.
 
-    ``default`` names the shipped model(s) the page shows first. A shipped default that is missing or damaged
-    on disk is named with the command that rebuilds it; the page goes on with what it has.
+    The page list (seqviz.story) names the shipped model(s) the view shows first. A shipped default that is
+    missing or damaged on disk is named with the command that rebuilds it; the page goes on with what it has.
     """
-    defaults = [default] if isinstance(default, str) else list(default)
+    defaults = list(story.models(view))
     _report_broken(defaults)
     options = candidates(view)
     if not options:
-        st.warning(f"No model here fits this view ({registry.VIEWS[view][0]}).", icon=":material/warning:")
+        st.warning(f"No model here fits this view ({views.get(view).fits_text}).", icon=":material/warning:")
         return []
     by_key = {ref.label: ref for ref in options}  # the label is also what the address holds
     keys = list(by_key)
     chosen_defaults = [k for k in defaults if k in by_key]
-    help_text = (f"Fits this view: {registry.VIEWS[view][0]}. Your own models (uploaded or trained in this "
+    help_text = (f"Fits this view: {views.get(view).fits_text}. Your own models (uploaded or trained in this "
                  "browser tab) come first; shipped ones stay in the address when you share the page.")
 
     if multi:
@@ -219,14 +219,7 @@ def _file_bytes(ref: ModelRef):
 
 
 def family_label(ref: ModelRef) -> str:
-    from seqviz.models import FAMILIES
-
-    return FAMILIES[ref.family].label
-
-
-def families(refs: list[ModelRef]) -> dict[str, str]:
-    """label -> family, in the order given."""
-    return {ref.label: ref.family for ref in refs}
+    return families.get(ref.family).label
 
 
 def colours(refs: list[ModelRef]) -> dict[str, str]:
@@ -248,50 +241,20 @@ TRACE_CACHE = dict(max_entries=512, show_spinner=False)
 
 
 @st.cache_data(**TRACE_CACHE)
-def _classify(fingerprint: str, tokens: tuple[str, ...], _ck):
-    return _ck.classify(list(tokens))
+def _trace(fingerprint: str, trace_kind: str, tokens: tuple[str, ...], _view, _ck):
+    return _view.trace(_ck.model, _ck.vocabularies, list(tokens))
 
 
-@st.cache_data(**TRACE_CACHE)
-def _gates(fingerprint: str, tokens: tuple[str, ...], _ck):
-    return _ck.gates(list(tokens))
+def trace(ref: ModelRef, view: str, tokens):
+    """The model's trace of the tokens for ``view`` (seqviz.views), computed once per model, sentence and kind of
+    trace, and shared by every visitor (keyed by the checkpoint's fingerprint)."""
+    found = views.get(view)
+    return _trace(ref.fingerprint, found.trace_kind, tuple(tokens), found, checkpoint(ref))
 
 
-@st.cache_data(**TRACE_CACHE)
-def _self_attention(fingerprint: str, tokens: tuple[str, ...], _ck):
-    return _ck.self_attention(list(tokens))
-
-
-@st.cache_data(**TRACE_CACHE)
-def _translation(fingerprint: str, tokens: tuple[str, ...], _ck):
-    return _ck.translation(list(tokens))
-
-
-@st.cache_data(**TRACE_CACHE)
-def _saliency(fingerprint: str, tokens: tuple[str, ...], _ck):
-    from seqviz.analysis.gradients import saliency
-
-    return saliency(_ck.model, list(tokens), _ck.input_vocab)
-
-
-def classify(ref: ModelRef, tokens):
-    return _classify(ref.fingerprint, tuple(tokens), checkpoint(ref))
-
-
-def gates(ref: ModelRef, tokens):
-    return _gates(ref.fingerprint, tuple(tokens), checkpoint(ref))
-
-
-def self_attention(ref: ModelRef, tokens):
-    return _self_attention(ref.fingerprint, tuple(tokens), checkpoint(ref))
-
-
-def translation(ref: ModelRef, tokens):
-    return _translation(ref.fingerprint, tuple(tokens), checkpoint(ref))
-
-
-def saliency(ref: ModelRef, tokens):
-    return _saliency(ref.fingerprint, tuple(tokens), checkpoint(ref))
+def traces(refs: list[ModelRef], view: str, tokens) -> dict[str, object]:
+    """label -> the model's trace of the tokens for ``view``, in the order given."""
+    return {ref.label: trace(ref, view, tokens) for ref in refs}
 
 
 @st.cache_data(max_entries=64, show_spinner="Translating the chapter's sentences…")
@@ -394,6 +357,12 @@ def held_out(ref: ModelRef) -> dict:
 def measured(refs: list[ModelRef]) -> dict[str, dict]:
     """label -> {"metrics": ...}, the shape the comparison charts read."""
     return {ref.label: {"metrics": held_out(ref)} for ref in refs}
+
+
+def quoted(role: str) -> dict | None:
+    """The JSON document of the shipped model the story quotes in ``role`` ("bottleneck": the plain encoder-
+    decoder; seqviz.story), or None if it is missing."""
+    return shipped_meta(story.models(role)[0])
 
 
 def shipped_meta(name: str) -> dict | None:

@@ -159,7 +159,9 @@ def form():
 
 
 def start(spec, tokens: tuple[str, ...] | None) -> None:
-    """Submit the run for this session, with snapshots of the sidebar sentence as the model learns."""
+    """Submit the run for this session, with snapshots of the sidebar sentence as the model learns, through the
+    first view the story's /train entry watches that fits it (seqviz.watch)."""
+    from seqviz import story
     from seqviz.jobs import RunRefused
     from seqviz.worker import SnapshotView
 
@@ -171,7 +173,7 @@ def start(spec, tokens: tuple[str, ...] | None) -> None:
         return
     st.session_state[HAS_RUNS_KEY] = True
     try:
-        manager().submit(owner(), spec, snapshot_fn=SnapshotView.for_run(spec, tokens))
+        manager().submit(owner(), spec, snapshot_fn=SnapshotView.for_run(spec, tokens, story.models("watch")))
     except RunRefused as error:
         st.error(str(error), icon=":material/hourglass_top:")
 

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from seqviz import charts
+from seqviz import charts, families
 from seqviz.analysis import attention_example as ex
 from seqviz.analysis import tiny_rnn
 
@@ -138,10 +138,10 @@ def test_a_model_legend_lists_one_model_per_line_and_asks_room_for_each():
 def test_a_visitors_model_keeps_its_colour_whatever_else_is_on_the_chart():
     from seqviz import charts
 
-    assert charts.model_colour("lstm") == charts.FAMILY_COLOURS["lstm"]
+    assert charts.model_colour("lstm") == families.get("lstm").colour
     assert charts.model_colour("lstm", 0) == charts.model_colour("rnn", 0)  # by its place, not its family
     assert len({charts.model_colour("lstm", i) for i in range(len(charts.YOUR_COLOURS))}) == len(charts.YOUR_COLOURS)
-    assert not set(charts.YOUR_COLOURS) & set(charts.FAMILY_COLOURS.values())
+    assert not set(charts.YOUR_COLOURS) & {f.colour for f in families.FAMILIES.values()}
 
 
 def test_long_chart_titles_break_into_lines_a_phone_can_show():

@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from seqviz import checkpoints, registry, zoo
 from seqviz.checkpoints import CheckpointError
-from seqviz.registry import SessionModels, fits
+from seqviz import views
+from seqviz.registry import SessionModels
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +40,11 @@ def test_missing_and_damaged_shipped_files_are_named_with_the_fix(tmp_path):
     assert "python -m seqviz train lstm" in broken["lstm"].advice
 
 
-def test_views_follow_what_each_shipped_model_can_trace():
-    loaded = {name: zoo.load(name) for name in zoo.NAMES}
+def test_views_fit_shipped_models_by_their_family_traits_and_every_fitting_model_traces():
+    headers = {name: zoo.metadata(name) for name in zoo.NAMES}  # no model loaded to decide
 
     def fitting(view):
-        return {name for name, ck in loaded.items() if fits(view, ck)}
+        return {name for name, meta in headers.items() if views.fits(view, meta["family"], meta["task"])}
 
     assert fitting("email-classifier") == {"bow", "rnn", "gru", "lstm", "transformer"}
     assert fitting("saliency") == {"rnn", "gru", "lstm", "transformer"}
@@ -54,6 +55,13 @@ def test_views_follow_what_each_shipped_model_can_trace():
     assert fitting("alignment") == {"additive", "dot", "transformer-translator"}
     assert fitting("self-attention") == {"transformer"}
     assert fitting("cross-attention") == {"transformer-translator"}
+    assert fitting("attention-step") == {"additive", "dot"}
+    tokens = "where is my parcel ?".split()
+    for view in views.VIEWS.values():  # the traits never promise a trace the model cannot give
+        if view.needs_sentence:
+            for name in fitting(view.name):
+                checkpoint = zoo.load(name)
+                assert view.trace(checkpoint.model, checkpoint.vocabularies, tokens) is not None, (view.name, name)
 
 
 def test_session_models_add_name_deduplicate_and_remove(lstm_file, dot_file):

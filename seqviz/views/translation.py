@@ -1,0 +1,77 @@
+"""Views of translators: what each writes, where it looked for each word, and one step of its attention."""
+
+from __future__ import annotations
+
+from seqviz import charts
+from seqviz.views.base import Figure, View
+
+
+class Translator(View):
+    """The greedy translation of the sentence (seqviz.traces.TranslationTrace or TransformerTranslationTrace)."""
+
+    name = "translator"
+    fits_text = "any translator"
+    trace_kind = "translation"
+
+    def requires(self, family):
+        return family.translates
+
+    def trace(self, model, vocabularies, tokens):
+        src, tgt = vocabularies["src"], vocabularies["tgt"]
+        return model.trace(src.encode(list(tokens)), src, tgt)
+
+    def summary(self, trace) -> str:
+        return "it writes: " + (" ".join(trace.out_tokens) or "(nothing yet)")
+
+
+class Alignment(Translator):
+    """Output word × source word: where the decoder looked for each word it wrote (rows add to 1)."""
+
+    name = "alignment"
+    fits_text = "any translator with attention"
+
+    def requires(self, family):
+        return family.translates and family.attends
+
+    def figures(self, traces, colours=None, title: str = "{label}: output word (row) × source word (column)",
+                **options):
+        return [Figure(charts.alignment_chart, charts.alignment_data(t.src_tokens, t.out_tokens, t.alignment),
+                       kwargs={"title": title.format(label=label),
+                               "annotate": charts.alignment_annotated(t.src_tokens, t.out_tokens)}, label=label)
+                for label, t in traces.items() if t.out_tokens]
+
+
+class AttentionStep(Translator):
+    """One decoder step read like the worked example: ① the scores, ② the softmax weights, ③ the context."""
+
+    name = "attention-step"
+    fits_text = "any LSTM translator whose attention part scores the source words"
+
+    def requires(self, family):
+        return family.attends and family.attention_part is not None
+
+    def figures(self, traces, colours=None, step: int = 0, **options):
+        """The step that wrote output word ``step`` (the last one, past the end), for each translator."""
+        figures = []
+        for trace in traces.values():
+            if trace.steps:
+                picked = trace.steps[min(step, len(trace.steps) - 1)]
+                figures.append(Figure(charts.step_chart, charts.step_data(picked, trace.src_tokens),
+                                      (trace.score_rule,)))
+        return figures
+
+
+class CrossAttention(Translator):
+    """A transformer translator's cross-attention, every layer and head: French word written × English word."""
+
+    name = "cross-attention"
+    fits_text = "any transformer translator"
+
+    def requires(self, family):
+        return family.translates and family.heads
+
+    def figures(self, traces, colours=None, **options):
+        return [Figure(charts.attention_heads_chart, charts.attention_heads_data(t.src_tokens, t.cross, t.out_tokens),
+                       (charts.heads_cell_px(len(t.src_tokens)),),
+                       {"row_title": "French word written", "col_title": "English word"})
+                for t in traces.values() if t.out_tokens]
