@@ -96,13 +96,15 @@ def _option(field: str) -> str:
 
 def spec_from_args(args):
     """The :class:`seqviz.runs.RunSpec` the options describe; ValueError (one sentence) when they cannot run."""
-    from seqviz.runs import APPLIES, TASK_FAMILIES, RunSpec
+    from seqviz import families
+    from seqviz.runs import TASKS, RunSpec, task_families
 
-    if args.task is not None and args.task not in TASK_FAMILIES:
-        raise ValueError(f"--task must be one of {', '.join(TASK_FAMILIES)}, not {args.task!r:.40}")
+    if args.task is not None and args.task not in TASKS:
+        raise ValueError(f"--task must be one of {', '.join(TASKS)}, not {args.task!r:.40}")
     if args.family is None:
-        raise ValueError(f"--task {args.task} needs --family, one of {', '.join(TASK_FAMILIES[args.task])}")
-    if args.steps is None and args.family != "bow":
+        raise ValueError(f"--task {args.task} needs --family, one of {', '.join(task_families(args.task))}")
+    counts = args.family in families.FAMILIES and families.get(args.family).counts  # no steps to set
+    if args.steps is None and not counts:
         raise ValueError(f"--task needs --steps N: optimisation steps, 1 to {_max_steps()}")
     fields = {field: getattr(args, field) for field in SPEC_OPTIONS if getattr(args, field) is not None}
     try:
@@ -110,7 +112,7 @@ def spec_from_args(args):
     except ValueError as error:
         text = re.sub(r"^(embedding|hidden|heads|layers|steps|lr|seed) is ", r"--\1 is ", str(error))
         raise ValueError(text.replace("batch_size", "--batch-size")) from None
-    ignored = [_option(f) for f in SIZE_OPTIONS if getattr(args, f) is not None and f not in APPLIES[spec.family]]
+    ignored = [_option(f) for f in SIZE_OPTIONS if getattr(args, f) is not None and f not in spec.sizes]
     if ignored:
         _log(f"note: {', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply to {spec.family}; ignored")
     return spec
@@ -325,9 +327,9 @@ def _own_run_help(detailed: bool) -> tuple[str, dict]:
              "seqviz.limits), and write the one-file checkpoint the app's upload takes.")
     if not detailed:
         return f"{intro} {bounds}", {}
-    from seqviz.runs import TASK_FAMILIES, RunSpec
+    from seqviz.runs import TASKS, RunSpec, task_families
 
-    families = "Families by task: " + "; ".join(f"{task}: {', '.join(f)}" for task, f in TASK_FAMILIES.items())
+    families = "Families by task: " + "; ".join(f"{task}: {', '.join(task_families(task))}" for task in TASKS)
     return f"{intro} {families}. {bounds}", {field: getattr(RunSpec, field) for field in SPEC_OPTIONS}
 
 

@@ -111,22 +111,11 @@ class Checkpoint:
         """The vocabulary the model reads a typed sentence with: "src" for translators, "tokens" otherwise."""
         return self.vocabularies["src" if self.translates else "tokens"]
 
-    def classify(self, tokens):
-        """A classifier's reading of one tokenized sentence: :class:`seqviz.traces.ClassifierTrace`."""
-        return self.model.trace(list(tokens), self.vocabularies["tokens"])
+    def trace(self, view: str, tokens, **options):
+        """The model's trace of the tokens as the view ``view`` reads it (seqviz.views), with its own vocabularies."""
+        from seqviz import views
 
-    def gates(self, tokens):
-        """The LSTM's gates on the sentence (a translator's: its encoder's): :class:`~seqviz.traces.LSTMGateTrace`."""
-        return self.model.gate_trace(list(tokens), self.input_vocab)
-
-    def self_attention(self, tokens):
-        """A transformer classifier's attention, every layer and head: :class:`~seqviz.traces.SelfAttentionTrace`."""
-        return self.model.attention_trace(list(tokens), self.vocabularies["tokens"])
-
-    def translation(self, tokens, max_len: int | None = None):
-        """A translator's greedy translation and attention (at most seqviz.limits.output_limit words)."""
-        src, tgt = self.vocabularies["src"], self.vocabularies["tgt"]
-        return self.model.trace(src.encode(list(tokens)), src, tgt, max_len=max_len)
+        return views.get(view).trace(self.model, self.vocabularies, list(tokens), **options)
 
 
 def fingerprint(data: bytes) -> str:

@@ -149,25 +149,6 @@ class RunSpec:
                   "warmup": max(1, min(100, self.steps // 10)), "clip": 1.0, "schedule": "cosine", "seed": self.seed}
         return TrainConfig(**fields)
 
-    def checkpoint_meta(self, task, config, result, metrics: dict, where: str) -> dict:
-        """What a checkpoint of this run says about itself (checkpoints.dumps adds family, config and sizes)."""
-        from seqviz.tasks import DATA_SEED
-
-        return {
-            "name": self.label,
-            "description": f"{where}: {self.label}",
-            "task": self.task,
-            "data_seed": DATA_SEED,
-            "seed": self.seed,
-            "steps": result.steps,
-            "train_seconds": round(result.seconds, 2),
-            "final_loss": result.final_loss,
-            "train": dict(vars(config)),
-            "spec": self.to_dict(),
-            "vocabularies": task.vocabularies,
-            "metrics": metrics,
-        }
-
     def build(self):
         """(fresh seeded model, the task's shared read-only instance, TrainConfig); global RNG untouched."""
         import torch
@@ -336,7 +317,3 @@ def preset(name: str) -> Preset:
             return p
     raise KeyError(f"no preset called {name!r}; presets: {', '.join(p.name for p in PRESETS)}")
 
-
-# Transitional: seqviz/__main__.py still reads these two; both are derived from the descriptors.
-TASK_FAMILIES = {task: task_families(task) for task in TASKS}
-APPLIES = {name: family.sizes for name, family in families.FAMILIES.items()}

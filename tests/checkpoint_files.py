@@ -135,8 +135,8 @@ def kept_outputs(checkpoint, tokens) -> dict:
     import numpy as np
 
     if not checkpoint.translates:
-        return {"probs": np.asarray(checkpoint.classify(tokens).probs, dtype=float).tolist()}
-    trace = checkpoint.translation(tokens, max_len=KEPT_WORDS)
+        return {"probs": np.asarray(checkpoint.trace("email-classifier", tokens).probs, dtype=float).tolist()}
+    trace = checkpoint.trace("translator", tokens, max_len=KEPT_WORDS)
     weights = trace.alignment if hasattr(trace, "alignment") else trace.cross
     return {"out_tokens": list(trace.out_tokens), "attention": np.asarray(weights, dtype=float).tolist()}
 

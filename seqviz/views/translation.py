@@ -16,9 +16,10 @@ class Translator(View):
     def requires(self, family):
         return family.translates
 
-    def trace(self, model, vocabularies, tokens):
+    def trace(self, model, vocabularies, tokens, max_len: int | None = None):
+        """At most ``max_len`` words (None: seqviz.limits.output_limit of the sentence's length)."""
         src, tgt = vocabularies["src"], vocabularies["tgt"]
-        return model.trace(src.encode(list(tokens)), src, tgt)
+        return model.trace(src.encode(list(tokens)), src, tgt, max_len=max_len)
 
     def summary(self, trace) -> str:
         return "it writes: " + (" ".join(trace.out_tokens) or "(nothing yet)")

@@ -43,7 +43,7 @@ def test_batch_decode_matches_one_at_a_time_on_shipped_translators(checkpoints, 
     ck = checkpoints[name]
     batch = sentences()
     together = translate_all(ck, batch)
-    alone = [ck.translation(tokens).out_tokens for tokens in batch]
+    alone = [ck.trace("translator", tokens).out_tokens for tokens in batch]
     assert together == alone
 
 
@@ -81,7 +81,7 @@ def test_chapter_table_rows(checkpoints):
     assert [row["English"] for row in rows] == [english for english, _ in CHAPTER_PAIRS]
     assert [row["reference French"] for row in rows] == [french for _, french in CHAPTER_PAIRS]
     for row, (english, french) in zip(rows, CHAPTER_PAIRS, strict=True):
-        out = checkpoints["dot"].translation(english.split()).out_tokens
+        out = checkpoints["dot"].trace("translator", english.split()).out_tokens
         assert row["dot"] == ("✓" if out == french.split() else "✗ " + " ".join(out))
 
 

@@ -106,7 +106,7 @@ def test_round_trip(family, tmp_path):
         assert not any(p.requires_grad for p in loaded.model.parameters())
     again = load_bytes(dumps(model, meta_for()))  # as a download, then an upload
     np.testing.assert_array_equal(probs(again.model), probs(model))
-    assert loaded.classify(WORDS[0]).probs.shape == (4,)
+    assert loaded.trace("email-classifier", WORDS[0]).probs.shape == (4,)
 
 
 def test_the_file_is_plain_safetensors_with_the_document_in_its_metadata(lstm_bytes):
@@ -174,9 +174,10 @@ def test_translator_round_trip(family):
     src = torch.tensor([VOCAB.encode(WORDS[0])])
     lengths = torch.tensor([src.shape[1]])
     assert loaded.model.translate(src, lengths, 6) == model.translate(src, lengths, 6)
-    assert loaded.translation(WORDS[0], max_len=6).out_tokens == FRENCH.decode(model.translate(src, lengths, 6)[0])
+    expected = FRENCH.decode(model.translate(src, lengths, 6)[0])
+    assert loaded.trace("translator", WORDS[0], max_len=6).out_tokens == expected
     if family != "transformer-seq2seq":
-        assert loaded.gates(WORDS[0]).hidden.shape == (len(WORDS[0]), 6)
+        assert loaded.trace("gates", WORDS[0]).hidden.shape == (len(WORDS[0]), 6)
         other = "dot" if family != "dot" else "plain"
         relabelled = with_document(data, lambda d: d.update(family=other))  # the config still says its kind
         with pytest.raises(CheckpointError, match="family"):

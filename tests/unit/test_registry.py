@@ -5,9 +5,8 @@ from checkpoint_files import rewrite_meta, tiny_checkpoint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seqviz import checkpoints, registry, zoo
+from seqviz import checkpoints, registry, views, zoo
 from seqviz.checkpoints import CheckpointError
-from seqviz import views
 from seqviz.registry import SessionModels
 
 
