@@ -1,233 +1,38 @@
 """Browser tests: Playwright drives Debian's Chromium against `streamlit run app.py` on a free port.
 
-No browser is ever downloaded: the tests use /usr/bin/chromium (README, `scripts/ensure-chromium`).
-Screenshots of every page are saved under test-output/screenshots/ for a person to look at.
+No browser is ever downloaded: the tests use /usr/bin/chromium (README, `scripts/ensure-chromium`), launched and
+judged "painted" by seqviz.browser, the harness the load tests, the smoke check and the benchmark share. A
+visitor's moves (wait for the app, type, follow a link, upload...) are in tests/browsing.py. Screenshots of every
+page are saved under test-output/screenshots/ for a person to look at.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
-from playwright.sync_api import expect
+from browsing import ROOT, SHOTS
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "test-output" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def streamlit_server(log_path: Path, env: dict[str, str] | None = None):
-    """`streamlit run app.py` on a free port, its output in ``log_path``: yields (url, process) once healthy,
-    and stops the server on the way out."""
-    port = _free_port()
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-             "--server.headless", "true", "--server.address", "127.0.0.1"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_healthy(server, url)
-            yield url, server
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+from seqviz import browser as harness
 
 
 @pytest.fixture(scope="session")
 def app_url():
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with streamlit_server(ROOT / "test-output" / "streamlit.log") as (url, _):
-        yield url
-
-
-def _wait_healthy(server: subprocess.Popen, url: str) -> None:
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            pytest.fail("streamlit did not become healthy; see its log in test-output/")
-        time.sleep(0.5)
+    with harness.streamlit_server(ROOT / "test-output" / "streamlit.log") as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")
 def browser(playwright):
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's Chromium is missing: run `scripts/ensure-chromium` (as root) first.")
-    b = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+    try:
+        b = harness.launch(playwright)
+    except harness.MissingChromium as error:
+        pytest.fail(str(error))
     yield b
     b.close()
 
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    yield pg
+    context = harness.new_context(browser, accept_downloads=True)
+    yield harness.new_page(context)
     context.close()
-
-
-def browser_resolving(playwright, host: str):
-    """Chromium that finds ``host`` at 127.0.0.1, as the smoke check's --resolve does (a proxy or balancer reached
-    under a host name with a port)."""
-    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                      args=[*CHROMIUM_FLAGS, f"--host-resolver-rules=MAP {host} 127.0.0.1"])
-
-
-def new_visitor(browser):
-    """A visitor of their own (a new browser context: its own cookies and session): (context, page)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    return context, page
-
-
-def wait_for_app(pg) -> None:
-    """Wait until the script has finished running, every element's code has loaded and every chart has drawn."""
-    pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
-    pg.wait_for_timeout(300)  # a rerun may start right after a widget commits
-    pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
-    # An element whose code is still loading shows a skeleton (a busy server sends ~200 script files).
-    pg.wait_for_selector("[data-testid=stSkeleton]", state="detached", timeout=90_000)
-    charts = pg.locator("[data-testid=stVegaLiteChart]")
-    for i in range(charts.count()):
-        charts.nth(i).locator("svg, canvas").first.wait_for(state="visible", timeout=30_000)
-
-
-def assert_no_exception(pg) -> None:
-    assert pg.locator("[data-testid=stException]").count() == 0, "a Streamlit exception box is on the page"
-
-
-def full_page_screenshot(pg, name: str) -> Path:
-    """Streamlit scrolls inside its main container, so grow the viewport to the content's height first."""
-    height = pg.evaluate(
-        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar] > div')]"
-        ".map(e => e.scrollHeight), document.body.scrollHeight)")
-    size = pg.viewport_size
-    pg.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, 12_000)})
-    pg.wait_for_timeout(500)
-    wait_for_app(pg)
-    path = SHOTS / f"{name}.png"
-    pg.screenshot(path=str(path), full_page=True)
-    pg.set_viewport_size(size)
-    return path
-
-
-def set_number(page, label: str, value: int) -> None:
-    """Type a number into the main column's number box ``label`` and wait until the page has taken it."""
-    box = page.get_by_test_id("stMain").get_by_role("spinbutton", name=label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    wait_for_app(page)
-    expect(box).to_have_value(str(value))
-
-
-def type_sentence(pg, text: str) -> None:
-    box = pg.get_by_role("textbox", name="Sentence", exact=True)
-    box.fill(text)
-    box.press("Enter")
-    wait_for_app(pg)
-
-
-# --- A visitor's moves, shared by the browser tests -----------------------------------------------
-
-
-def go_to(page, title: str, url_path: str) -> None:
-    """Follow the sidebar's link (same session: a reload or page.goto would forget the visitor's models)."""
-    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
-    page.wait_for_url(f"**/{url_path}**")
-    wait_for_app(page)
-
-
-def upload_checkpoint(page, path: Path, models_before: int) -> None:
-    """Open the sidebar's "Your models (n)" and give it the file through its file chooser."""
-    sidebar = page.get_by_test_id("stSidebar")
-    expander = sidebar.get_by_test_id("stExpander").filter(has_text=f"Your models ({models_before})")
-    expect(expander).to_have_count(1)
-    uploader = expander.get_by_test_id("stFileUploader")
-    if not uploader.is_visible():
-        expander.get_by_text(f"Your models ({models_before})").first.click()
-    expect(uploader).to_be_visible()
-    uploader.locator("input[type=file]").set_input_files(str(path))
-    # The file travels to the server before the rerun starts: wait for the rerun's message, then for the app.
-    expect(sidebar.get_by_test_id("stExpander").filter(has_text=f"Your models ({models_before + 1})")).to_have_count(
-        1, timeout=60_000)
-    wait_for_app(page)
-
-
-def pick_option(page, picker_label: str, option) -> None:
-    """Add an option to a Streamlit multiselect: type into its box to filter the list, click the option, close it.
-
-    (A click on the box focuses it without opening the list; typing opens it.)"""
-    box = page.get_by_role("combobox", name=picker_label, exact=True)
-    box.click()
-    box.press_sequentially(option[:12])
-    page.get_by_role("listbox", name=picker_label).get_by_role("option", name=option, exact=True).click()
-    page.keyboard.press("Escape")
-    wait_for_app(page)
-
-
-def alignment_chart(page, label: str):
-    """The heatmap whose accessible name starts with ``label`` (drawn on a canvas, it is named by the chart's
-    description, which starts with its title)."""
-    return page.locator(f"[data-testid=stVegaLiteChart][aria-label^={json.dumps(label + ':')}]")
-
-
-def translation_line(page, label: str) -> str:
-    """What the page says a translator writes: the text after "**<label>** writes: "."""
-    body = page.get_by_test_id("stMain").inner_text()
-    found = re.search(re.escape(label) + r" writes: (.*)", body)
-    assert found, f"no line '{label} writes: ...' on the page"
-    return found.group(1).strip()
-
-
-def download(page, button) -> bytes:
-    with page.expect_download() as event:
-        button.click()
-    return Path(event.value.path()).read_bytes()
-
-
-ALIGNMENT_PICKER = "Translators with attention"  # /attention's picker
-
-
-def show_on_attention(page, label: str) -> str:
-    """On /attention, add ``label`` to the translators shown; check its heatmap; return what it writes."""
-    go_to(page, "Attention", "attention")
-    pick_option(page, ALIGNMENT_PICKER, label)
-    expect(page.get_by_test_id("stMultiSelect").filter(has_text=ALIGNMENT_PICKER)).to_contain_text(label)
-    chart = alignment_chart(page, label)
-    expect(chart).to_have_count(1, timeout=60_000)
-    expect(chart.locator("canvas")).to_be_visible()
-    wait_for_app(page)
-    assert_no_exception(page)
-    return translation_line(page, label)

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import (
+from browsing import (
     assert_no_exception,
     download,
     full_page_screenshot,

@@ -19,8 +19,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, _free_port, assert_no_exception, full_page_screenshot, streamlit_server, wait_for_app
+from browsing import ROOT, assert_no_exception, full_page_screenshot, wait_for_app
 from playwright.sync_api import expect
+
+from seqviz.browser import free_port, new_context, new_page, streamlit_server
 
 BASE_PATH = "seqviz"
 SMOKE_TIMEOUT_S = 170  # the whole smoke run, every page; a page is given 60 s inside it
@@ -123,7 +125,7 @@ def image_files(tmp_path_factory) -> Path:
 def hosted(image_files):
     """`scripts/serve` from the image's files, PORT free, SEQVIZ_BASE_PATH=seqviz: yields the base URL."""
     LOGS.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     log_path = LOGS / "hosting-streamlit.log"
     env = {**os.environ, "PORT": str(port), "SEQVIZ_BASE_PATH": BASE_PATH, "PATH": _venv_path(),
            "PYTHONUNBUFFERED": "1"}
@@ -264,7 +266,7 @@ def test_smoke_reports_each_kind_of_failure(tmp_path):
     (tmp_path / "app.py").write_text(BROKEN_APP, encoding="utf-8")
     (tmp_path / ".streamlit").mkdir()
     shutil.copy(ROOT / ".streamlit" / "config.toml", tmp_path / ".streamlit" / "config.toml")  # errors redacted
-    port = _free_port()
+    port = free_port()
     log_path = LOGS / "smoke-broken-app.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(
@@ -289,7 +291,7 @@ def test_smoke_reports_each_kind_of_failure(tmp_path):
 
 
 def test_smoke_says_when_nothing_answers():
-    done = subprocess.run([sys.executable, "-m", "seqviz.smoke", f"http://127.0.0.1:{_free_port()}/seqviz"],
+    done = subprocess.run([sys.executable, "-m", "seqviz.smoke", f"http://127.0.0.1:{free_port()}/seqviz"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "_stcore/health did not answer" in done.stderr
@@ -358,7 +360,7 @@ def test_start_makes_no_outbound_call(image_files, tmp_path):
         pytest.fail("this test needs root, unshare and nsenter (util-linux) for a network namespace")
     (tmp_path / "sitecustomize.py").write_text(NET_AUDIT, encoding="utf-8")
     net_log = tmp_path / "net.log"
-    port = _free_port()
+    port = free_port()
     LOGS.mkdir(parents=True, exist_ok=True)
     log_path = LOGS / "hosting-offline-streamlit.log"
     env = {**os.environ, "PORT": str(port), "SEQVIZ_BASE_PATH": "", "PATH": _venv_path(), "PYTHONUNBUFFERED": "1",
@@ -397,12 +399,13 @@ def test_a_visitor_moved_from_a_stopped_server_is_told(browser, tmp_path):
     kills a real server behind HAProxy.)"""
     from seqviz.share import MOVED_COOKIE, SERVER_NAME_VARIABLE
 
-    with streamlit_server(tmp_path / "app2.log", env={SERVER_NAME_VARIABLE: "app2"}) as (url, _):
+    with streamlit_server(tmp_path / "app2.log", env={SERVER_NAME_VARIABLE: "app2"}) as server:
+        url = server.url
         for moved_from, told in (("app1", True), ("app2", False)):
-            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            context = new_context(browser)
             try:
                 context.add_cookies([{"name": MOVED_COOKIE, "value": moved_from, "url": url}])
-                page = context.new_page()
+                page = new_page(context)
                 page.goto(f"{url}/order")
                 wait_for_app(page)
                 notice = page.get_by_test_id("stSidebar").get_by_text("The server you were on (app1) stopped")

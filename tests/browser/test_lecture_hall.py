@@ -19,9 +19,8 @@ import time
 import urllib.request
 
 import pytest
-from conftest import (
+from browsing import (
     ROOT,
-    _free_port,
     assert_no_exception,
     browser_resolving,
     full_page_screenshot,
@@ -33,6 +32,8 @@ from conftest import (
     wait_for_app,
 )
 from playwright.sync_api import expect
+
+from seqviz.browser import free_port
 
 HOST = "hall.test"
 LOGS = ROOT / "test-output"
@@ -97,7 +98,7 @@ def hall(tmp_path_factory):
     files = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536)
     conf = tmp_path_factory.mktemp("hall") / "containers.conf"
     conf.write_text(CONTAINERS_CONF.format(files=files), encoding="utf-8")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "CONTAINERS_CONF": str(conf), "SEQVIZ_HALL_PORT": f"127.0.0.1:{port}"}
     tagged = _run(["podman", "tag", figures["tag"], APP_IMAGE], 60, env=env)
     assert tagged.returncode == 0, tagged.stderr

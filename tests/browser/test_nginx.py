@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import (
+from browsing import (
     ROOT,
     assert_no_exception,
     browser_resolving,

@@ -10,15 +10,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import SHOTS, assert_no_exception, full_page_screenshot, wait_for_app
+from browsing import SHOTS, assert_no_exception, full_page_screenshot, wait_for_app
 from playwright.sync_api import expect
 
+from seqviz.browser import PHONE, new_context, new_page
 from seqviz.story import PAGES
 
 LONG = "the charger arrived , but never the parcel that was supposed to have it ."
-PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True, "device_scale_factor": 2,
-         "user_agent": "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) "
-                       "Chrome/139.0.0.0 Mobile Safari/537.36"}
 
 # What sticks out past the screen's right edge, unless a box that scrolls sideways holds it.
 OVERFLOW = """() => {
@@ -48,18 +46,16 @@ def _luminance(css_rgb: str) -> float:
 
 @pytest.fixture
 def phone(browser):
-    context = browser.new_context(**PHONE)
-    page = context.new_page()
-    page.set_default_timeout(60_000)
+    context = new_context(browser, PHONE)
+    page = new_page(context)
     yield page
     context.close()
 
 
 @pytest.fixture
 def dark(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme="dark")
-    page = context.new_page()
-    page.set_default_timeout(60_000)
+    context = new_context(browser, color_scheme="dark")
+    page = new_page(context)
     yield page
     context.close()
 
@@ -135,10 +131,9 @@ def test_a_moved_widget_travels_in_the_share_link(app_url, browser, page):
     wait_for_app(page)
     address = page.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text().strip()
     assert "stepmodel=dot" in address, address
-    other = browser.new_context(viewport={"width": 1400, "height": 1000})
+    other = new_context(browser)
     try:
-        student = other.new_page()
-        student.set_default_timeout(60_000)
+        student = new_page(other)
         student.goto(address)
         wait_for_app(student)
         expect(student.get_by_test_id("stRadio").filter(has_text="Translator").get_by_role(

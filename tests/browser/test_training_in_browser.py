@@ -5,10 +5,11 @@ import re
 import time
 
 import pytest
-from conftest import (
+from browsing import (
     assert_no_exception,
     full_page_screenshot,
     go_to,
+    new_visitor,
     set_number,
     show_on_attention,
     wait_for_app,
@@ -123,10 +124,8 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     full_page_screenshot(page, "attention-trained-model")
 
     # A new visitor (a new browser context: a session of its own) loads the file and sees the same translation.
-    other = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    other, visitor = new_visitor(browser, accept_downloads=True)
     try:
-        visitor = other.new_page()
-        visitor.set_default_timeout(60_000)
         visitor.goto(app_url)
         wait_for_app(visitor)
         sidebar = visitor.get_by_test_id("stSidebar")

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import assert_no_exception, full_page_screenshot, go_to, type_sentence, wait_for_app
+from browsing import assert_no_exception, full_page_screenshot, go_to, type_sentence, wait_for_app
 from playwright.sync_api import expect
 
 from seqviz.story import STORY

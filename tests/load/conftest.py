@@ -2,8 +2,9 @@
 
 The server is this folder's own (not the browser tests'), so what it measures is its own: its CPU seconds and
 peak memory come from /proc/<pid>, and it runs with SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S=4, so a closed tab's run is
-reaped within seconds instead of a minute (seqviz.limits). The visitors' moves are the browser tests' own
-(tests/browser/conftest.py, loaded by path under another name: pytest keeps one module called `conftest`).
+reaped within seconds instead of a minute (seqviz.limits). The server, Chromium and "painted" are seqviz.browser's
+(the harness the browser tests, the smoke check and the benchmark share); the visitors' moves are the browser
+tests' own (tests/browsing.py).
 
 Figures are recorded, never asserted: they go to test-output/load-figures.json, one section per test.
 """
@@ -11,7 +12,6 @@ Figures are recorded, never asserted: they go to test-output/load-figures.json, 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import statistics
@@ -22,27 +22,16 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browsing import ROOT, SHOTS
 
-_spec = importlib.util.spec_from_file_location("seqviz_browser_moves", Path(__file__).parents[1] / "browser" /
-                                               "conftest.py")
-moves = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(moves)
+from seqviz import browser as harness
 
-ROOT = moves.ROOT
-SHOTS = moves.SHOTS
 OUTPUT = ROOT / "test-output"
 FIGURES = OUTPUT / "load-figures.json"
 LOG = OUTPUT / "load-streamlit.log"
 ORPHAN_TIMEOUT_S = 4  # the test server's SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (the app's default is 60)
 TRAIN_THREAD = "seqviz-run"  # the OS name seqviz.worker gives the worker thread that trains a run
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-wait_for_app = moves.wait_for_app
-assert_no_exception = moves.assert_no_exception
-full_page_screenshot = moves.full_page_screenshot
-type_sentence = moves.type_sentence
-go_to = moves.go_to
-upload_checkpoint = moves.upload_checkpoint
 
 
 def pytest_collection_modifyitems(items):
@@ -129,9 +118,9 @@ def classroom():
     worker whatever the host's cores (so the second of two runs waits in the queue)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     # The server's file watcher is off (.streamlit/config.toml), as in scripts/serve.
-    with moves.streamlit_server(LOG, {"SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S),
-                                           "SEQVIZ_TRAIN_WORKERS": "1"}) as (url, process):
-        yield Server(url, process)
+    with harness.streamlit_server(LOG, {"SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S),
+                                        "SEQVIZ_TRAIN_WORKERS": "1"}) as server:
+        yield Server(server.url, server.process)
 
 
 @pytest.fixture(scope="session")
@@ -139,63 +128,22 @@ def chromium(playwright):
     """One Chromium for every visitor of this folder (each visitor is a context of its own: its own session).
 
     Launched from the test run's one Playwright (tests/conftest.py): the browser tests' is alive too."""
-    if not Path(moves.CHROMIUM).exists():
-        pytest.fail("Debian's Chromium is missing: run `scripts/ensure-chromium` (as root) first.")
-    browser = playwright.chromium.launch(executable_path=moves.CHROMIUM, args=moves.CHROMIUM_FLAGS, headless=True)
+    try:
+        browser = harness.launch(playwright)
+    except harness.MissingChromium as error:
+        pytest.fail(str(error))
     yield browser
     browser.close()
 
 
 # --- Visitors whose pages time themselves ------------------------------------------------------------
 
-# Runs in every page before Streamlit: records when the script starts and stops running, and when the page last
-# changed, so a view is timed by the page itself (performance.now()) however late the test looks at it.
-_WATCH = """
-window.__sv = {states: [], frames: [], last: performance.now(), dialogs: 0};
-// Every message from the server, timed: a quick rerun's messages can arrive in one batch that the page draws at
-// once, so the script-state attribute never shows "running" for it.
-const NativeWebSocket = window.WebSocket;
-window.WebSocket = class extends NativeWebSocket {
-  constructor(...args) {
-    super(...args);
-    this.addEventListener('message', () => {
-      const now = performance.now();
-      window.__sv.frames.push(now);
-      window.__sv.last = now;
-    });
-  }
-};
-new MutationObserver((records) => {
-  const now = performance.now();
-  window.__sv.last = now;
-  for (const r of records) {
-    if (r.type === 'attributes') window.__sv.states.push([r.target.getAttribute('data-test-script-state'), now]);
-  }
-}).observe(document, {subtree: true, childList: true, characterData: true,
-                      attributes: true, attributeFilter: ['data-test-script-state']});
-"""
-
-# A view has been painted when the script ran since t0 (its state seen "running", or a message from the server
-# since) and has stopped, every element's code has loaded (no
-# skeleton), every chart has drawn, and nothing on the page changed for QUIET_MS: its time is that of the last
-# change.
+# A view is timed by the page itself (seqviz.browser's recorder, on performance.now()) however late the test looks
+# at it: from the Enter that began it (or the navigation) to the page's last change, once painted. A busy classroom
+# needs the page still for longer than the harness's default before a view counts as painted.
 QUIET_MS = 500
+READY = ('[data-testid=stSidebar] input[aria-label="Sentence"]', "[data-testid=stMain] h1")  # the app is there
 RETYPE_AFTER_S = 15  # a typed sentence whose rerun has not begun after this long is typed again, once
-_LOOK = """(t0) => {
-  const sv = window.__sv;
-  const app = document.querySelector('[data-testid=stApp]');
-  const state = app ? app.getAttribute('data-test-script-state') : null;
-  const ran = sv.states.some(([s, t]) => t >= t0 && s === 'running') || sv.frames.some(t => t >= t0);
-  const charts = [...document.querySelectorAll('[data-testid=stVegaLiteChart]')];
-  // an element whose code is still on its way shows a skeleton (a busy server sends ~200 script files)
-  const drawn = charts.every(c => c.querySelector('svg, canvas'))
-                && !document.querySelector('[data-testid=stSkeleton]');
-  const now = performance.now();
-  const ready = !!document.querySelector('[data-testid=stSidebar] input[aria-label="Sentence"]')
-                && !!document.querySelector('[data-testid=stMain] h1');
-  return {state, ran, drawn, ready, quiet: now - sv.last, painted_ms: sv.last - t0, now,
-          exceptions: document.querySelectorAll('[data-testid=stException]').length};
-}"""
 
 
 class Visitor:
@@ -203,10 +151,8 @@ class Visitor:
 
     def __init__(self, browser, name: str):
         self.name = name
-        self.context = browser.new_context(viewport={"width": 1200, "height": 800}, accept_downloads=True)
-        self.context.add_init_script(_WATCH)
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(60_000)
+        self.context = harness.new_context(browser, accept_downloads=True)
+        self.page = harness.new_page(self.context)
         self.dialogs: list[str] = []  # alert(), confirm(): nothing a visitor types may open one
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
         self.t0: float | None = None  # performance.now() when the view being timed began
@@ -248,16 +194,15 @@ class Visitor:
         box.press("Enter")
 
     def look(self) -> dict:
-        return self.page.evaluate(_LOOK, self.t0 or 0.0)
+        """seqviz.browser.look: painted, and each of its parts. The first view has no rerun to wait for (the app
+        starts on its own); a typed sentence's view needs a run begun after its Enter."""
+        since = None if not self.t0 else self.t0
+        return harness.look(self.page, quiet_ms=QUIET_MS, since=since, needs=READY)
 
     def painted(self, seen: dict | None = None) -> float | None:
-        """Seconds from the view's start to its last change, once it is painted and quiet; else None."""
+        """Seconds from the view's start to its last change, once it is painted; else None."""
         seen = seen or self.look()
-        opening = self.t0 == 0.0  # the first view: no rerun to wait for, the app starts on its own
-        if (seen["state"] == "notRunning" and seen["ready"] and (seen["ran"] or opening) and seen["drawn"]
-                and seen["quiet"] >= QUIET_MS):
-            return seen["painted_ms"] / 1000
-        return None
+        return (seen["painted_at"] - (self.t0 or 0.0)) / 1000 if seen["painted"] else None
 
     def type_again(self) -> None:
         """Type the last sentence again, when its Enter started no rerun (seen on a machine so busy that the
@@ -292,7 +237,7 @@ class Visitor:
     def diagnosis(self) -> str:
         """What the page says about its last script runs, for a failure's message."""
         try:
-            return (f"script states {self.page.evaluate('window.__sv.states.slice(-6)')}, t0 {self.t0}, "
+            return (f"script states {self.page.evaluate('window.__bx.states.slice(-6)')}, t0 {self.t0}, "
                     f"now {self.look()}, box {self.page.get_by_role('textbox', name='Sentence').input_value()!r}, "
                     f"requests unanswered {sorted(self.pending.values())}, failed {self.failed}, "
                     f"websocket {self.socket_story()}, now {time.monotonic():.2f}, main {self.main_text()[:300]!r}")

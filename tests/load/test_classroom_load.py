@@ -2,7 +2,7 @@
 
 All at once, on the real server (`streamlit run app.py`), from one Chromium with a context per visitor: the test
 drives every tab from one thread, a little at a time (Playwright's sync API is not thread-safe), while a thread
-asks /_stcore/health every 0.2 s. Each tab times its own views (see conftest._WATCH).
+asks /_stcore/health every 0.2 s. Each tab times its own views (seqviz.browser's recorder).
 
 Asserted: no exception on any page, no alert() opened; every tab shows only its own sentence (a marker word no
 other visitor types) and only its own models; the second run waits in the queue and starts after the first
@@ -20,16 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (
-    SHOTS,
-    Sampler,
-    full_page_screenshot,
-    quantile,
-    record,
-    tracebacks_since,
-    upload_checkpoint,
-    wait_for_app,
-)
+from browsing import SHOTS, full_page_screenshot, upload_checkpoint, wait_for_app
+from conftest import Sampler, quantile, record, tracebacks_since
 from playwright.sync_api import expect
 
 try:

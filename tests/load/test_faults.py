@@ -18,17 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (
-    TRAIN_THREAD,
-    Sampler,
-    assert_no_exception,
-    full_page_screenshot,
-    go_to,
-    record,
-    tracebacks_since,
-    upload_checkpoint,
-    wait_for_app,
-)
+from browsing import assert_no_exception, full_page_screenshot, go_to, upload_checkpoint, wait_for_app
+from conftest import TRAIN_THREAD, Sampler, record, tracebacks_since
 from playwright.sync_api import expect
 from polling import wait_until
 

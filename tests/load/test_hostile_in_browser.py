@@ -15,7 +15,7 @@ import sys
 from urllib import parse
 
 import pytest
-from conftest import ROOT, assert_no_exception, full_page_screenshot
+from browsing import ROOT, assert_no_exception, full_page_screenshot
 from playwright.sync_api import expect
 
 from seqviz.limits import MAX_CHARS
@@ -110,7 +110,7 @@ def test_hostile_sentences_typed_in_chromium(classroom, visitors):
             visitor.wait_painted(60)
         except AssertionError as error:
             raise AssertionError(f"{name}: {error}; the page's script states: "
-                                 f"{visitor.page.evaluate('window.__sv.states')}, seen {visitor.look()}") from error
+                                 f"{visitor.page.evaluate('window.__bx.states')}, seen {visitor.look()}") from error
         if visitor.page.get_by_test_id("stException").count():
             problems.append(f"{name}: an exception box")
         made = markup_made(visitor)
