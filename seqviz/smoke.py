@@ -18,14 +18,14 @@ It prints one line per page (page, OK or FAIL, seconds, reason) and exits 0 only
 a proxy under its own host name checked before that name is in the DNS, or in a test.
 
 It needs Playwright and Debian's Chromium (``pip install -r requirements-dev.txt``, ``scripts/ensure-chromium``)
-and never imports streamlit: it checks the app from the outside, as a visitor's browser sees it.
+and never imports streamlit: it checks the app from the outside, as a visitor's browser sees it. Chromium and
+what "painted" means are seqviz.browser's, as for the browser tests and the benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
-import os
 import socket
 import ssl
 import sys
@@ -36,13 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, quote_plus, urlsplit
 
-CHROMIUM = os.environ.get("SEQVIZ_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = ("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync")
+from seqviz import browser as harness
+from seqviz.browser import CHROMIUM, resolver_rules
+
 LINK_SENTENCE = "where is my parcel?"  # opened by ?s= (the "?" checks the link's encoding)
 TYPED_SENTENCE = "the charger never arrived"  # typed into the box, then Enter
 SHARE_CAPTION = "Share this view: copy the address"
-IDLE = "[data-testid=stApp][data-test-script-state=notRunning]"
 
 
 @dataclass(frozen=True)
@@ -85,13 +84,6 @@ def parse_resolve(values: Sequence[str]) -> dict[str, str]:
             raise ValueError(f"--resolve wants HOST:ADDRESS, got {value!r}")
         mapping[host.lower()] = address
     return mapping
-
-
-def resolver_rules(resolve: dict[str, str]) -> list[str]:
-    """Chromium's flag that sends each host's requests to its address."""
-    if not resolve:
-        return []
-    return ["--host-resolver-rules=" + ", ".join(f"MAP {host} {address}" for host, address in resolve.items())]
 
 
 def check_health(base: str, timeout: float = 10.0, resolve: dict[str, str] | None = None) -> str | None:
@@ -175,27 +167,12 @@ def _ms_left(deadline: float) -> float:
 
 
 def _wait_for_app(pg, deadline: float) -> int:
-    """Wait until the script has finished running (twice: a rerun may follow a commit), every element's code
-    has loaded and the charts drew."""
-    pg.wait_for_selector(IDLE, timeout=_ms_left(deadline))
-    pg.wait_for_timeout(300)
-    pg.wait_for_selector(IDLE, timeout=_ms_left(deadline))
-    try:  # an element whose code is still on its way from the server shows a skeleton
-        pg.wait_for_selector("[data-testid=stSkeleton]", state="detached", timeout=_ms_left(deadline))
-    except PageFailure:
-        raise
-    except Exception as error:
-        raise PageFailure("an element's code never arrived from the server (a skeleton stayed)") from error
-    charts = pg.locator("[data-testid=stVegaLiteChart]")
-    count = charts.count()
-    for i in range(count):
-        try:
-            charts.nth(i).locator("svg, canvas").first.wait_for(state="visible", timeout=_ms_left(deadline))
-        except PageFailure:
-            raise
-        except Exception as error:
-            raise PageFailure(f"chart {i + 1} of {count} did not draw") from error
-    return count
+    """Wait until the page is painted (seqviz.browser: the run finished, no skeleton, every chart drawn, the page
+    still); the number of charts on it."""
+    try:
+        return harness.wait_painted(pg, timeout_ms=_ms_left(deadline))["charts"]
+    except harness.NotPainted as failure:
+        raise PageFailure(str(failure)) from None
 
 
 def _wait_for_query(pg, sentence: str, deadline: float) -> None:
@@ -253,28 +230,22 @@ def run(base_url: str, paths: Sequence[str], *, timeout_s: float = 90.0, chromiu
         screenshots: Path | None = None, echo=print, chromium_args: Sequence[str] = ()) -> list[PageResult]:
     """Check each page in one Chromium (``chromium_args`` added to its flags); ``echo`` gets each page's line as
     soon as it is known."""
-    from playwright.sync_api import sync_playwright
-
     base = normalize_base(base_url)
     results = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=[*CHROMIUM_FLAGS, *chromium_args], headless=True)
-        try:
-            # One context for every page: the app's scripts come from the browser's cache after the first page.
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            for path in paths:
-                pg = context.new_page()
-                try:
-                    result = check_page(pg, base, path.strip("/"), timeout_s)
-                    if screenshots is not None and not result.ok:
-                        screenshots.mkdir(parents=True, exist_ok=True)
-                        pg.screenshot(path=str(screenshots / f"smoke-{path.strip('/') or 'home'}.png"))
-                finally:
-                    pg.close()
-                results.append(result)
-                echo(result.line())
-        finally:
-            browser.close()
+    with harness.chromium(executable=chromium, args=chromium_args) as browser:
+        # One context for every page: the app's scripts come from the browser's cache after the first page.
+        context = harness.new_context(browser)
+        for path in paths:
+            pg = context.new_page()
+            try:
+                result = check_page(pg, base, path.strip("/"), timeout_s)
+                if screenshots is not None and not result.ok:
+                    screenshots.mkdir(parents=True, exist_ok=True)
+                    pg.screenshot(path=str(screenshots / f"smoke-{path.strip('/') or 'home'}.png"))
+            finally:
+                pg.close()
+            results.append(result)
+            echo(result.line())
     return results
 
 
