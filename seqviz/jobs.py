@@ -111,13 +111,6 @@ class RunState:
         return None if self.started_at is None else max(0.0, self.started_at - self.submitted_at)
 
 
-METRIC_NAMES = {
-    "emails": "held-out accuracy",
-    "memory": "held-out accuracy at distance 20",
-    "translation": "held-out exact match (sources of at most 30 tokens)",
-}
-
-
 def _shape(spec: RunSpec) -> tuple:
     """What a run's pace per step depends on (not its seed, name, learning rate or number of steps)."""
     return spec.task, spec.family, spec.embedding, spec.hidden, spec.heads, spec.layers, spec.batch_size
@@ -168,6 +161,7 @@ class Run:
     # ---- what the page calls ----------------------------------------------------------------------------
 
     def state(self) -> RunState:
+        from seqviz.tasks import TASKS
         from seqviz.worker import PHASES
 
         with self._lock:
@@ -183,7 +177,7 @@ class Run:
             return RunState(
                 id=self.id, name=self.name, spec=self.spec, status=self._status, queue_position=self._queue_position,
                 step=step, steps=steps, elapsed_s=elapsed, eta_s=eta, losses=tuple(self._losses),
-                metric_name=METRIC_NAMES[self.spec.task], metric_history=tuple(self._metric_history),
+                metric_name=TASKS[self.spec.task].headline_name, metric_history=tuple(self._metric_history),
                 snapshots=tuple(self._snapshots), stop_reason=self._stop_reason, error=self._error,
                 metrics=copy.deepcopy(self._metrics), checkpoint=self._checkpoint, fingerprint=self._fingerprint,
                 train_seconds=self._train_seconds, submitted_at=self._submitted_at, started_at=self._started_at,

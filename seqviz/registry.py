@@ -124,13 +124,13 @@ def check_fits_task(checkpoint) -> None:
         raise checkpoints.CheckpointError(
             f"A {task} model must answer with the labels {', '.join(expected)}; this one has "
             f"{', '.join(map(str, checkpoint.labels or ()))[:120] or 'none'}.")
-    translates = families.get(checkpoint.family).translates
-    needs = {"src", "tgt"} if translates else {"tokens"}
+    family = families.get(checkpoint.family)
+    needs = {"src", "tgt"} if family.translates else {"tokens"}
     if set(checkpoint.vocabularies) != needs:
         raise checkpoints.CheckpointError(
             f"A {checkpoint.family} model needs the vocabularies {sorted(needs)}, "
             f"not {sorted(checkpoint.vocabularies)}.")
-    if (task == "translation") != translates:
+    if TASKS[task].kind != family.task_kind:
         raise checkpoints.CheckpointError(f"A {checkpoint.family} model cannot be trained on the {task} task.")
 
 

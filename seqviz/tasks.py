@@ -60,6 +60,8 @@ class Task:
 
     name: str = ""
     kind: str = ""  # "classification" or "translation"
+    label: str = ""  # what the task asks, for people (the Train page's picker)
+    headline_name: str = ""  # what headline() measures, for people
     labels: tuple[str, ...] | None = None
     vocabularies: dict[str, Vocab]
 
@@ -129,6 +131,8 @@ class EmailTask(_ClassificationTask):
     """Route a Cartwise support email to its team (4 classes); twins share their words, not their label."""
 
     name = "emails"
+    label = "route a support email (4 teams)"
+    headline_name = "held-out accuracy"
 
     def __init__(self, seed: int = DATA_SEED, vocabularies: dict[str, Vocab] | None = None):
         from seqviz.data.emails import CHAPTER_EMAILS, LABELS, make_email_splits
@@ -187,6 +191,8 @@ class MemoryTask(_ClassificationTask):
     """
 
     name = "memory"
+    label = "remember the first word (1 to 60 steps back)"
+    headline_name = "held-out accuracy at distance 20"
 
     def __init__(
         self,
@@ -261,6 +267,8 @@ class TranslationTask(Task):
 
     name = "translation"
     kind = "translation"
+    label = "English → French translation"
+    headline_name = "held-out exact match (sources of at most 30 tokens)"
 
     def __init__(self, seed: int = DATA_SEED, vocabularies: dict[str, Vocab] | None = None):
         from seqviz.data.translation import CHAPTER_PAIRS, MAX_TRAIN_SRC_LEN, make_translation_splits

@@ -25,8 +25,6 @@ SAVED_KEY = "_train_form"  # the form's values, kept while the visitor is on oth
 POLL_S = 2.0  # seconds between two looks at a run while it trains
 IDLE_POLL_S = 10.0  # seconds between two looks at how busy the server is, for a visitor with no run going on
 
-TASK_LABELS = {"translation": "English → French translation", "emails": "route a support email (4 teams)",
-               "memory": "remember the first word (1 to 60 steps back)"}
 FIELDS = ("task", "family", "embedding", "hidden", "heads", "layers", "steps", "lr", "batch_size", "seed")
 
 
@@ -102,7 +100,7 @@ def fit_family() -> None:
 
 def form():
     """The preset picker and the settings; returns the run they describe, or None (with the reason shown)."""
-    from seqviz import families
+    from seqviz import families, tasks
     from seqviz.runs import PRESETS, TASKS, RunSpec, preset, task_families
 
     names = [p.name for p in PRESETS]
@@ -112,7 +110,7 @@ def form():
     chosen = preset(st.session_state["preset"])
     st.caption(f"**What to look for.** {chosen.look_for}")
     left, right = st.columns(2)
-    task = left.selectbox("Task", TASKS, key=FORM + "task", format_func=TASK_LABELS.get,
+    task = left.selectbox("Task", TASKS, key=FORM + "task", format_func=lambda t: tasks.TASKS[t].label,
                           bind="query-params", on_change=fit_family)
     name = right.selectbox("Model family", task_families(task), key=FORM + "family", bind="query-params",
                            format_func=lambda f: families.get(f).label)
