@@ -54,8 +54,8 @@ STATUSES = ("queued", "running", "finished", "stopped", "failed", "cancelled")
 ENDED = frozenset({"finished", "stopped", "failed", "cancelled"})
 TICK_S = 0.25  # seconds between two rounds of the tender thread
 RETRY_UNAVAILABLE_S = 15.0  # a cluster that could not be reached is tried again after this many seconds
-# Until a run of the same shape has been seen, a run is guessed to take this long (the quick presets take 5 to 60 s
-# of training on a quiet core, the largest up to seqviz.limits.TRAIN_MAX_SECONDS); only for waiting estimates.
+# Until a run of the same shape has been seen, a run is guessed to take this long (the presets' measured times:
+# README, "Presets"; the largest up to seqviz.limits.TRAIN_MAX_SECONDS); only for waiting estimates.
 GUESS_RUN_S = 60.0
 OVERHEAD_GUESS_S = 5.0  # seconds a run spends outside its training steps (data, model, last measure, saving)
 
