@@ -1,30 +1,23 @@
 """Speed a class feels (issue 9), measured from outside: the real server, Debian's Chromium, /proc.
 
 Every figure here comes from ``streamlit run app.py --server.headless true`` on a free port, driven by Debian's
-Chromium through Playwright (as tests/browser and benchmarks/training.py do; no browser is downloaded), and from
-the server's /proc entries. Nothing is asserted; the machine may be shared and noisy, so its load average is
-sampled during every measure and reported beside it.
+Chromium through Playwright (no browser is downloaded), and from the server's /proc entries. Nothing is asserted;
+the machine may be shared and noisy, so its load average is sampled during every measure and reported beside it.
 
-The painted signal. A script injected into every page before Streamlit loads records, on the page's own clock
-(``performance.now()``):
+The server, Chromium and what *painted* means are seqviz.browser's, the harness the browser tests, the load tests
+and the smoke check share: its recorder, injected into every page before Streamlit loads, notes on the page's
+own clock every websocket frame, the last change to the page's content (DOM mutations in the main area and the
+sidebar, 2D canvas calls) and the paint after it, long tasks, and ``t0``, the key or pointer press of an armed
+action. What this module adds is the measuring:
 
-- ``t0``: the timestamp of the visitor's key press (Enter in the Sentence box, an arrow key on a slider) or
-  pointer press (an option of a select box);
-- every websocket frame the page receives (arrival time and bytes). The same frames, captured by Playwright and
-  decoded as Streamlit ``ForwardMsg`` protobufs in this process, say which frame is the ``script_finished``
-  message of the run (the script ran to its end) and what the bytes carried (chart specs, tables, text...);
-- the last change to the page: any DOM mutation (a MutationObserver over the whole document, which sees vega's
-  SVG drawing and Streamlit's elements arriving and stale ones leaving) and any 2D canvas call (vega's canvas
-  renderer, used for charts with many data points), and the end of the animation frame after the last change
-  (``requestAnimationFrame`` then ``setTimeout``: the frame that shows it has been painted);
-- long tasks (the Long Tasks API): the page's main thread busy for 50 ms or more at a stretch.
-
-An action is *painted* when a successful ``script_finished`` (whole run, or fragment run) has arrived after
-``t0``, the app reads ``data-test-script-state="notRunning"``, every ``[data-testid=stVegaLiteChart]`` holds an
-``svg`` or ``canvas``, and nothing has changed on the page for ``QUIET_MS``; the figure is the time from ``t0``
-to the paint after the last change (the quiet wait is not counted). Because Streamlit removes a run's stale
-elements when its ``script_finished`` arrives, what is on screen then is the new run's; for a typed sentence
-the share box's address (written at the end of every page's script) is checked to hold the new sentence.
+- the same websocket frames, captured by Playwright and decoded as Streamlit ``ForwardMsg`` protobufs in this
+  process, say which frame is the ``script_finished`` message of the action's run (the script ran to its end;
+  a successful whole run, or fragment run) and what the bytes carried (chart specs, tables, text...);
+- an action is timed from ``t0`` to the paint after the last change, once its ``script_finished`` has arrived and
+  the page is painted with ``QUIET_MS`` of stillness (that wait not counted). Because Streamlit removes a run's
+  stale elements when its ``script_finished`` arrives, what is on screen then is the new run's; for a typed
+  sentence the share box's address (written at the end of every page's script) is checked to hold the new
+  sentence.
 
 Sentences come from the project's own translation grammar (seqviz.data.translation), seeded, never repeated
 in one run: every typed sentence is new to the server's caches, as a class's sentences would be.
@@ -35,22 +28,21 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote_plus
 
-from benchmarks.training import CHROMIUM, CHROMIUM_FLAGS, LoadSampler
+from benchmarks.training import LoadSampler
+from seqviz import browser as harness
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "test-output"
-QUIET_MS = 300  # nothing changed on the page for this long: the action is over
+QUIET_MS = harness.QUIET_MS  # nothing changed on the page for this long: the action is over (300 ms)
 REFERENCE = "rnn-memory"  # the page every other page is compared with
 CLASS_CORES = 2  # the host the issue sizes a class for
 SENTENCE_EVERY_S = 10  # one sentence per student every 10 s
@@ -85,84 +77,7 @@ GROWTH_LENGTHS = (5, 20, 60)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# What the page records (injected before Streamlit's own scripts)
-
-RECORDER_JS = r"""
-(() => {
-  const rec = window.__bx = {armed: false, t0: null, frames: [], states: [], lastChange: 0, lastPaint: 0,
-                             longTasks: [], pending: false};
-  const changed = () => {
-    rec.lastChange = performance.now();
-    if (!rec.pending) {
-      rec.pending = true;
-      requestAnimationFrame(() => { rec.pending = false; setTimeout(() => { rec.lastPaint = performance.now(); }); });
-    }
-  };
-  const Socket = window.WebSocket;
-  window.WebSocket = class extends Socket {
-    constructor(...args) {
-      super(...args);
-      rec.frames = [];  // one list per socket, as Playwright's frames are
-      this.addEventListener('message', (e) => {
-        const d = e.data;
-        rec.frames.push([performance.now(), d.byteLength ?? d.size ?? d.length ?? 0]);
-      });
-    }
-  };
-  for (const name of ['clearRect', 'fillRect', 'fill', 'stroke', 'fillText', 'drawImage']) {
-    const own = CanvasRenderingContext2D.prototype[name];
-    CanvasRenderingContext2D.prototype[name] = function (...args) { changed(); return own.apply(this, args); };
-  }
-  // Content only: the main area and the sidebar (not the toolbar or the running-man widget, which change
-  // after a run for reasons of their own).
-  const CONTENT = '[data-testid=stMain], [data-testid=stSidebar]';
-  new MutationObserver((records) => {
-    let content = false;
-    for (const m of records) {
-      if (m.type === 'attributes' && m.attributeName === 'data-test-script-state')
-        rec.states.push([performance.now(), m.target.getAttribute('data-test-script-state')]);
-      if (!content) {
-        const e = m.target.nodeType === 1 ? m.target : m.target.parentElement;
-        content = !!(e && e.closest(CONTENT));
-      }
-    }
-    if (content) changed();
-  }).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-  try {
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) rec.longTasks.push([e.startTime, e.duration]);
-    }).observe({type: 'longtask', buffered: true});
-  } catch (e) {}
-  const press = (e) => { if (rec.armed) { rec.t0 = e.timeStamp; rec.armed = false; } };
-  document.addEventListener('keydown', press, true);
-  document.addEventListener('pointerdown', press, true);
-  rec.arm = () => { rec.armed = true; rec.t0 = null; rec.longTasks = []; };
-})();
-"""
-
-SETTLED_JS = r"""
-([quiet, since]) => {
-  const rec = window.__bx;
-  const app = document.querySelector('[data-testid=stApp]');
-  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  for (const c of document.querySelectorAll('[data-testid=stVegaLiteChart]'))
-    if (!c.querySelector('svg, canvas')) return false;
-  if (document.querySelector('[data-testid=stSkeleton]')) return false;  // an element's code still loading
-  if (since !== null && rec.frames.length <= since) return false;
-  const now = performance.now();
-  return now - rec.lastChange >= quiet && (rec.lastPaint >= rec.lastChange || now - rec.lastChange >= 3 * quiet);
-}
-"""
-
-
-# ---------------------------------------------------------------------------------------------------------
 # The server, seen from /proc
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -185,56 +100,8 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-@dataclass
-class Server:
-    """``streamlit run app.py`` on a free port; its CPU seconds and memory from /proc."""
-
-    log_name: str = "benchmark-browser-streamlit.log"
-    started: float = 0.0
-    healthy_s: float | None = None
-    port: int = 0
-    process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def start(self) -> Server:
-        LOGS.mkdir(exist_ok=True)
-        self.port = _free_port()
-        self._log = open(LOGS / self.log_name, "w")  # noqa: SIM115 (closed in stop)
-        self.started = time.perf_counter()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
-             "--server.headless", "true", "--server.address", "127.0.0.1"],
-            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        deadline = self.started + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        self.healthy_s = time.perf_counter() - self.started
-                        return self
-            except OSError:
-                pass
-            if self.process.poll() is not None or time.perf_counter() > deadline:
-                self.stop()
-                raise RuntimeError(f"streamlit did not become healthy: see {LOGS / self.log_name}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._log.close()
+class Server(harness.Server):
+    """A running ``streamlit run app.py`` (seqviz.browser.streamlit_server); its CPU seconds and memory from /proc."""
 
     def cpu_seconds(self) -> float:
         """utime + stime of the server (all its threads), its reaped children, and its live children."""
@@ -263,25 +130,8 @@ class Server:
 
 @contextmanager
 def running_server(log_name: str = "benchmark-browser-streamlit.log"):
-    server = Server(log_name).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@contextmanager
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        raise RuntimeError("Debian's Chromium is missing: run `scripts/ensure-chromium` (as root) first")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with harness.streamlit_server(LOGS / log_name) as served:
+        yield Server(**vars(served))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -346,12 +196,10 @@ SUCCESS = {"FINISHED_SUCCESSFULLY", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
 class Tab:
     """A Playwright page with the recorder, its websocket frames captured (bytes) and decoded on demand."""
 
-    def __init__(self, browser, server: Server, width: int = 1400, height: int = 1000) -> None:
+    def __init__(self, browser, server: Server) -> None:
         self.server = server
-        self.context = browser.new_context(viewport={"width": width, "height": height})
-        self.context.add_init_script(RECORDER_JS)
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(90_000)
+        self.context = harness.new_context(browser)
+        self.page = harness.new_page(self.context, timeout_ms=90_000)
         self.frames: list[bytes] = []
         self.marks: list[tuple[str, str | None]] = []  # per frame: its kind, and a script_finished's status
         self.at: str | None = None  # the page on screen (url path)
@@ -414,15 +262,14 @@ class Tab:
 
     def wait_painted(self, n0: int | None, timeout_s: float = 120, full: bool = False) -> None:
         """Wait for a successful script_finished after frame ``n0`` (None: any, as on opening; ``full``: of a
-        whole run, not a fragment's), then the page settled (not running, every chart drawn, QUIET_MS without
-        a change)."""
+        whole run, not a fragment's), then the page painted (seqviz.browser, with QUIET_MS of stillness)."""
         deadline = time.perf_counter() + timeout_s
         while self._finished_index(n0 or 0, full) is None:
             if time.perf_counter() > deadline:
                 raise TimeoutError("no script_finished message" + (" of a whole run" if full else ""))
             self.page.wait_for_timeout(25)
         left = max(1.0, deadline - time.perf_counter())
-        self.page.wait_for_function(SETTLED_JS, arg=[QUIET_MS, None], polling=50, timeout=left * 1000)
+        harness.wait_painted(self.page, timeout_ms=left * 1000, quiet_ms=QUIET_MS)
 
     def _finished_index(self, n0: int, full: bool = False) -> int | None:
         """Index of the last successful script_finished at or after frame n0 not followed by a new run's start
@@ -997,7 +844,7 @@ def measure(plan: Plan, parts: tuple[str, ...] = ("typing", "widgets", "cpu", "g
     figures: dict = {"plan": plan.__dict__, "painted_signal": PAINTED}
     sentences = Sentences()
     began = time.perf_counter()
-    with chromium() as browser:
+    with harness.chromium() as browser:
         figures["browser_version"] = browser.version
         if "cold" in parts and not plan.quick:
             figures["cold_start"] = _guard(cold_start, browser)

@@ -29,9 +29,7 @@ import dataclasses
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -40,12 +38,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESET = "Quick: attention translator"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def quantile(values: list[float], q: float) -> float | None:
@@ -78,27 +70,10 @@ class Health(threading.Thread):
             self.done.wait(0.2)
 
 
-def start_web_server() -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return process, url
-        except OSError:
-            time.sleep(0.5)
-    process.terminate()
-    raise RuntimeError("the web server did not answer within 60 s")
-
-
 def measure(cluster_kind: str, students: int, steps: int, workers: int | None, spread: float, seed: int) -> dict:
     import psutil
 
+    from seqviz import browser as harness
     from seqviz.cluster import Cluster, separate_processes
     from seqviz.jobs import RunManager, RunRefused
     from seqviz.runs import preset
@@ -110,7 +85,7 @@ def measure(cluster_kind: str, students: int, steps: int, workers: int | None, s
         cluster = Cluster(address=address)
     else:
         cluster = Cluster(workers=workers)
-    web, url = start_web_server()
+    url = separate.enter_context(harness.streamlit_server(ROOT / "test-output" / "benchmark-classroom-web.log")).url
     manager = RunManager(orphan_timeout_s=3600, cluster=cluster)
     health = Health(url)
     try:
@@ -190,12 +165,7 @@ def measure(cluster_kind: str, students: int, steps: int, workers: int | None, s
         health.done.set()
         manager.close(timeout=30)
         cluster.close()
-        web.terminate()
-        try:
-            web.wait(20)
-        except subprocess.TimeoutExpired:
-            web.kill()
-        separate.close()
+        separate.close()  # the web server, then the separate cluster's processes
     return figures
 
 
@@ -205,11 +175,12 @@ def typing_while_training(per_page: int = 12, runs: int = 2, page: str = "attent
     import re
 
     from benchmarks import browser
+    from seqviz import browser as harness
 
     os.environ["SEQVIZ_TRAIN_WORKERS"] = str(runs)  # the server started below reads it
     sentences = browser.Sentences()
     step = re.compile(r"Step \d+ of \d+")
-    with browser.running_server("benchmark-classroom-streamlit.log") as server, browser.chromium() as chrome:
+    with browser.running_server("benchmark-classroom-streamlit.log") as server, harness.chromium() as chrome:
         quiet = browser.typing(chrome, server, sentences, per_page, pages=[page])["pages"][f"/{page}"]
         trainers = []
         for _ in range(runs):
