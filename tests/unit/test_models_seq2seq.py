@@ -150,12 +150,13 @@ def test_config_rejects_unknown_kind_impossible_dot_score_and_absurd_sizes():
 
 def test_the_kind_chooses_only_the_attention_part():
     """The bottleneck and attention differ in one part: the encoder and the decoder are the same classes."""
-    parts = {"plain": NoAttention, "additive": AdditiveAttention, "dot": GeneralAttention}
+    shipped = {"plain": NoAttention, "additive": AdditiveAttention, "dot": GeneralAttention}
+    assert all(family(kind).part_class is part for kind, part in shipped.items())
     models = {kind: lstm_model(kind) for kind in KINDS}
     for kind, model in models.items():
-        assert type(model.decoder.attention) is parts[kind]
-        assert type(attention_part(model.config)) is parts[kind]
-        assert model.has_attention == (kind != "plain") and model.family == kind
+        part = family(kind).part_class
+        assert type(model.decoder.attention) is part and type(attention_part(model.config)) is part
+        assert model.has_attention == (not part.fixed_context) and model.family == kind
     assert len({type(m.encoder) for m in models.values()}) == len({type(m.decoder) for m in models.values()}) == 1
     encoder_names = {kind: {n for n, _ in m.encoder.named_parameters()} for kind, m in models.items()}
     assert encoder_names["plain"] == encoder_names["additive"] == encoder_names["dot"]
