@@ -238,6 +238,34 @@ class Server:
         return self.process.pid
 
 
+def wait_healthy(url: str, process: subprocess.Popen | None = None, timeout_s: float = 120,
+                 every_s: float = 0.05) -> bool:
+    """Whether ``url``/_stcore/health answered 200 within ``timeout_s`` (asked every ``every_s``; False at once
+    when ``process``, the server, has ended)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return True
+        except OSError:
+            pass
+        if (process is not None and process.poll() is not None) or time.monotonic() > deadline:
+            return False
+        time.sleep(every_s)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """End a server this harness or a test started: terminate, then kill after 10 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @contextlib.contextmanager
 def streamlit_server(log_path: Path, env: dict[str, str] | None = None, *, timeout_s: float = 120):
     """``streamlit run app.py`` on a free loopback port, its output in ``log_path``: yields a :class:`Server` once
@@ -253,21 +281,8 @@ def streamlit_server(log_path: Path, env: dict[str, str] | None = None, *, timeo
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         try:
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
-                        if reply.status == 200:
-                            break
-                except OSError:
-                    pass
-                if process.poll() is not None or time.perf_counter() > started + timeout_s:
-                    raise RuntimeError(f"streamlit did not become healthy: see its log, {log_path}")
-                time.sleep(0.05)
+            if not wait_healthy(url, process, timeout_s):
+                raise RuntimeError(f"streamlit did not become healthy: see its log, {log_path}")
             yield Server(url, process, started, time.perf_counter() - started)
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)

@@ -14,15 +14,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from browsing import ROOT, assert_no_exception, full_page_screenshot, wait_for_app
 from playwright.sync_api import expect
 
-from seqviz.browser import free_port, new_context, new_page, streamlit_server
+from seqviz.browser import free_port, new_context, new_page, stop, streamlit_server, wait_healthy
 
 BASE_PATH = "seqviz"
 SMOKE_TIMEOUT_S = 170  # the whole smoke run, every page; a page is given 60 s inside it
@@ -83,29 +81,6 @@ def copy_build_context(destination: Path) -> list[str]:
 # --- Servers ---------------------------------------------------------------------------------------
 
 
-def _wait_healthy(server: subprocess.Popen, health_url: str, log: Path, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            with urllib.request.urlopen(health_url, timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"{health_url} never answered; see {log}")
-        time.sleep(0.5)
-
-
-def _stop(server: subprocess.Popen) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-
-
 def _venv_path() -> str:
     """PATH with this interpreter's folder first: the copied context has no .venv, as in the image, where
     `python3` is the image's own; here it is the virtual environment's."""
@@ -134,10 +109,10 @@ def hosted(image_files):
                                   stdout=log, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}/{BASE_PATH}"
-            _wait_healthy(server, f"{url}/_stcore/health", log_path)
+            assert wait_healthy(url, server, 90), f"{url}/_stcore/health never answered; see {log_path}"
             yield url
         finally:
-            _stop(server)
+            stop(server)
 
 
 def _run_smoke(command: list[str], log_name: str) -> subprocess.CompletedProcess:
@@ -275,11 +250,11 @@ def test_smoke_reports_each_kind_of_failure(tmp_path):
             cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}/broken-app"
-            _wait_healthy(server, f"{url}/_stcore/health", log_path)
+            assert wait_healthy(url, server, 90), f"{url}/_stcore/health never answered; see {log_path}"
             done = _run_smoke([sys.executable, "-m", "seqviz.smoke", url, "--timeout", "30",
                                "--pages", "/,broken,error-box,wrong-share,no-such-page"], "smoke-broken-app.txt")
         finally:
-            _stop(server)
+            stop(server)
     lines = _page_lines(done.stdout)
     assert done.returncode == 1, done.stdout + done.stderr
     assert lines["/"].split()[1] == "OK"
@@ -383,7 +358,7 @@ def test_start_makes_no_outbound_call(image_files, tmp_path):
             smoke = _run_smoke(_in_namespace(server.pid, [str(ROOT / "scripts" / "smoke"), url, "--timeout", "60",
                                                           "--pages", "/,attention"]), "smoke-offline.txt")
         finally:
-            _stop(server)
+            stop(server)
     assert smoke.returncode == 0, smoke.stdout + smoke.stderr
     assert "2/2 pages OK" in smoke.stdout
     logged = net_log.read_text(encoding="utf-8") if net_log.exists() else ""

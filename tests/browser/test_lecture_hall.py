@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import time
-import urllib.request
 
 import pytest
 from browsing import (
@@ -33,7 +32,7 @@ from browsing import (
 )
 from playwright.sync_api import expect
 
-from seqviz.browser import free_port
+from seqviz.browser import free_port, wait_healthy
 
 HOST = "hall.test"
 LOGS = ROOT / "test-output"
@@ -113,16 +112,8 @@ def hall(tmp_path_factory):
         up = _run([*compose, "up", "--detach"], 300, env=env)
         (LOGS / "lecture-hall-up.txt").write_text(up.stdout + up.stderr, encoding="utf-8")
         assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
-        deadline = time.monotonic() + 120
-        while True:  # the balancer answers once a server does
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=3) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, f"the balancer never answered:\n{hall.log('balancer')[-3000:]}"
-            time.sleep(1)
+        healthy = wait_healthy(f"http://127.0.0.1:{port}", timeout_s=120, every_s=1)  # once a server answers
+        assert healthy, f"the balancer never answered:\n{hall.log('balancer')[-3000:]}"
         yield hall
     finally:
         for service in ("balancer", "app1", "app2", "scheduler", "worker"):

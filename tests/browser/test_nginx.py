@@ -35,6 +35,8 @@ from browsing import (
 )
 from playwright.sync_api import expect
 
+from seqviz.browser import stop
+
 HOST = "seqviz.test"
 LOGS = ROOT / "test-output"
 FIGURES = LOGS / "hosting-figures.json"
@@ -77,16 +79,6 @@ def _record(section: str, figures: dict) -> None:
 
 def _in_namespace(pid: int, command: list[str]) -> list[str]:
     return ["nsenter", "--target", str(pid), "--net", "--mount", *command]
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class Proxy:
@@ -147,8 +139,8 @@ def behind_nginx(tmp_path_factory):
         if forwarder:
             forwarder.close()
         if nginx:
-            _stop(nginx)
-        _stop(app)
+            stop(nginx)
+        stop(app)
         if (scratch / "error.log").exists():
             shutil.copy(scratch / "error.log", LOGS / "nginx-error.log")
         if (scratch / "access.log").exists():
