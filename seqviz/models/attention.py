@@ -14,16 +14,26 @@ The chapter's three steps, for a query q and keys k_j with values v_j:
   decoder (seqviz.models.seq2seq) is the same code whichever part it is given.
 
 Masks follow one convention everywhere: True = may look.
+
+A translator's attention may be given a *mix* for one call (:data:`Mix`, seqviz.analysis.explain's ablations):
+a function that takes the weights α after step (2) and the mask and returns the weights step (3) uses instead.
+It is an argument, never kept on a module (models are cached and shared); None, the default, leaves every
+number as it was.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 from torch import nn
+
+Mix = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``mix(weights, mask) -> weights``: weights (..., Tq, Tk) whose rows add to 1 over the real source words, mask
+broadcastable to them (True on real words); returns weights of the same shape that step (3) mixes the values with."""
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -39,15 +49,19 @@ def attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     dropout: nn.Module | None = None,
+    mix: Mix | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention, softmax(Q Kᵀ / √d_k) V; returns ``(output, p_attn)``.
 
     q (B, N, Tq, d_k), k and v (B, N, Tk, d_k); ``mask`` broadcastable to (B, N, Tq, Tk), True = may look.
     p_attn (B, N, Tq, Tk) is exactly 0 where the mask is False; ``dropout`` (training only) acts on the
-    weights that mix the values, never on the returned p_attn.
+    weights that mix the values, never on the returned p_attn. ``mix`` (:data:`Mix`, this call only) replaces
+    the weights before they mix the values; p_attn is then the weights it returned.
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, N, Tq, Tk)
     p_attn = masked_softmax(scores, mask)  # (B, N, Tq, Tk): each row adds to 1
+    if mix is not None:
+        p_attn = mix(p_attn, mask)  # (B, N, Tq, Tk)
     mixing = dropout(p_attn) if dropout is not None else p_attn
     return mixing @ v, p_attn  # (B, N, Tq, d_k), (B, N, Tq, Tk)
 
@@ -70,16 +84,19 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(
-        self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None
+        self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+        mix: Mix | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, Tq, d) asks, memory (B, Tk, d) answers -> output (B, Tq, d), weights (B, N, Tq, Tk)."""
+        """x (B, Tq, d) asks, memory (B, Tk, d) answers -> output (B, Tq, d), weights (B, N, Tq, Tk).
+
+        ``mix``: see :func:`attention` (this call only)."""
         memory = x if memory is None else memory
         B, Tq, d = x.shape
         Tk, N = memory.size(1), self.n_heads
         q = self.q(x).view(B, Tq, N, d // N).transpose(1, 2)  # (B, N, Tq, d_k)
         k = self.k(memory).view(B, Tk, N, d // N).transpose(1, 2)  # (B, N, Tk, d_k)
         v = self.v(memory).view(B, Tk, N, d // N).transpose(1, 2)  # (B, N, Tk, d_k)
-        out, p_attn = attention(q, k, v, mask, self.dropout)  # (B, N, Tq, d_k), (B, N, Tq, Tk)
+        out, p_attn = attention(q, k, v, mask, self.dropout, mix)  # (B, N, Tq, d_k), (B, N, Tq, Tk)
         out = out.transpose(1, 2).reshape(B, Tq, d)  # (B, Tq, d): heads side by side
         return self.o(out), p_attn
 
@@ -96,6 +113,7 @@ class EncoderMemory:
     final: torch.Tensor  # (B, D) the encoder's final memory z = [→h_T; ←h_1]
     mask: torch.Tensor  # (B, T) True on real source words
     keys: torch.Tensor | None = None  # what the part precomputed once per sentence (U h_j, W_a h_j, ...)
+    mix: Mix | None = None  # replaces α after the softmax, for this call only (None: the part's own weights)
 
 
 class DecoderAttention(nn.Module):
@@ -134,6 +152,13 @@ class DecoderAttention(nn.Module):
     def prepare(self, memory: EncoderMemory) -> EncoderMemory:
         """Precompute the keys once per sentence; returns ``memory`` with ``keys`` set."""
         return memory
+
+    @staticmethod
+    def weigh(scores: torch.Tensor, memory: EncoderMemory) -> torch.Tensor:
+        """Step (2): α = softmax(score) (B, U, T) over the real source words, then ``memory.mix`` if it has one."""
+        mask = memory.mask[:, None, :]  # (B, 1, T)
+        weights = masked_softmax(scores, mask)  # (B, U, T)
+        return weights if memory.mix is None else memory.mix(weights, mask)
 
     def forward(
         self, query: torch.Tensor, memory: EncoderMemory
@@ -178,7 +203,7 @@ class AdditiveAttention(DecoderAttention):
     def forward(self, query, memory):
         hidden = torch.tanh(self.W(query)[:, :, None, :] + memory.keys[:, None, :, :])  # (B, U, T, A)
         scores = self.v(hidden).squeeze(-1)  # (B, U, T)
-        weights = masked_softmax(scores, memory.mask[:, None, :])  # (B, U, T)
+        weights = self.weigh(scores, memory)  # (B, U, T)
         return weights @ memory.states, weights, scores  # context (B, U, D)
 
 
@@ -214,5 +239,5 @@ class GeneralAttention(DecoderAttention):
 
     def forward(self, query, memory):
         scores = query @ memory.keys.transpose(1, 2)  # (B, U, T)
-        weights = masked_softmax(scores, memory.mask[:, None, :])  # (B, U, T)
+        weights = self.weigh(scores, memory)  # (B, U, T)
         return weights @ memory.states, weights, scores  # context (B, U, D)

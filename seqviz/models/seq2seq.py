@@ -45,7 +45,7 @@ import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqviz import families
-from seqviz.models.attention import DecoderAttention, EncoderMemory
+from seqviz.models.attention import DecoderAttention, EncoderMemory, Mix
 from seqviz.models.common import PAD_ID, check_sizes, one_sentence
 from seqviz.models.gates import lstm_gate_trace
 from seqviz.models.translator import Translator
@@ -98,8 +98,13 @@ class Encoder(nn.Module):
         self.lstm = nn.LSTM(config.emb_dim, config.hidden, num_layers=config.layers, batch_first=True,
                             bidirectional=config.bidirectional, dropout=config.dropout if config.layers > 1 else 0.0)
 
-    def forward(self, src: torch.Tensor, src_lengths: torch.Tensor) -> EncoderMemory:
+    def forward(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, embedded: torch.Tensor | None = None
+    ) -> EncoderMemory:
         """Every encoder state h_j (B, T, D) (zeros on padding), the final memory z (B, D) and the mask (B, T).
+
+        ``embedded`` (B, T, E): the word vectors e_j to read instead of looking ``src`` up (gradient saliency
+        differentiates with respect to them); None reads ``self.embed(src)``.
 
         In training the LSTM runs on the padded batch, one direction at a time (:meth:`_padded`): the same
         numbers as the packed run to float rounding, in less than half its time on a CPU (a packed LSTM steps
@@ -107,7 +112,7 @@ class Encoder(nn.Module):
         keeps the packed run, so a trained model's outputs never depend on which path trained it.
         """
         B, T = src.shape
-        x = self.drop(self.embed(src))  # (B, T, E)
+        x = self.drop(self.embed(src) if embedded is None else embedded)  # (B, T, E)
         mask = torch.arange(T, device=src.device)[None, :] < src_lengths.to(src.device)[:, None]  # (B, T)
         if self.training:
             states, final = self._padded(x, src_lengths.to(src.device), mask)
@@ -221,19 +226,25 @@ class Decoder(nn.Module):
 
     def forward(self, tgt_in: torch.Tensor, memory: EncoderMemory) -> torch.Tensor:
         """Teacher forcing: tgt_in (B, U) = <bos> y_1 ... -> logits (B, U, V)."""
+        return self.run(tgt_in, memory)[0]
+
+    def run(self, tgt_in: torch.Tensor, memory: EncoderMemory) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing: tgt_in (B, U) = <bos> y_1 ... -> logits (B, U, V) and the weights α (B, U, T) of
+        every step (None for the bottleneck)."""
         emb = self.drop(self.embed(tgt_in))  # (B, U, E)
         state = self.initial_state(memory)
         if self.attention.before_step and not self.attention.fixed_context:
             steps = []
             for t in range(tgt_in.size(1)):  # the recurrence: c_t needs s_{t-1}
                 s, state, details = self.advance(emb[:, t : t + 1], state, memory)
-                steps.append((s, details.context))
+                steps.append((s, details))
             s = torch.cat([s for s, _ in steps], dim=1)  # (B, U, H)
-            context = torch.cat([c for _, c in steps], dim=1)  # (B, U, D)
-            details = StepDetails(query=s, scores=None, weights=None, context=context)
+            context = torch.cat([d.context for _, d in steps], dim=1)  # (B, U, D)
+            weights = None if steps[0][1].weights is None else torch.cat([d.weights for _, d in steps], dim=1)
+            details = StepDetails(query=s, scores=None, weights=weights, context=context)
         else:
             s, _, details = self.advance(emb, state, memory)  # every step at once
-        return self.logits(s, details, emb)  # the read-out does not feed back: all steps at once
+        return self.logits(s, details, emb), details.weights  # the read-out does not feed back: all steps at once
 
 
 class Seq2Seq(Translator):
@@ -253,16 +264,31 @@ class Seq2Seq(Translator):
     def has_attention(self) -> bool:  # type: ignore[override]
         return not self.decoder.attention.fixed_context
 
-    def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> EncoderMemory:
-        """The encoder's states, final memory and mask, with the attention part's keys computed once."""
-        return self.decoder.attention.prepare(self.encoder(src, src_lengths))
+    def encode(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, mix: Mix | None = None,
+        embedded: torch.Tensor | None = None,
+    ) -> EncoderMemory:
+        """The encoder's states, final memory and mask, with the attention part's keys computed once.
+
+        ``mix`` replaces the attention weights of every step decoded from this memory (seqviz.models.attention.Mix);
+        ``embedded`` (B, T, E) the source word vectors (:meth:`Encoder.forward`). Both for this call only."""
+        memory = self.decoder.attention.prepare(self.encoder(src, src_lengths, embedded))
+        memory.mix = mix
+        return memory
 
     def forward(self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: tgt_in (B, U+1) = <bos> y_1 ... -> logits (B, U+1, V)."""
         return self.decoder(tgt_in, self.encode(src, src_lengths))
 
-    def start(self, src: torch.Tensor, src_lengths: torch.Tensor):
-        memory = self.encode(src, src_lengths)
+    def teacher_forced(self, src, src_lengths, tgt_in, mix=None, embedded=None):
+        """Teacher forcing, as :meth:`seqviz.models.translator.Translator.teacher_forced` says."""
+        return self.decoder.run(tgt_in, self.encode(src, src_lengths, mix, embedded))
+
+    def embed_source(self, src: torch.Tensor) -> torch.Tensor:
+        return self.encoder.embed(src)  # (B, T, E)
+
+    def start(self, src: torch.Tensor, src_lengths: torch.Tensor, mix: Mix | None = None):
+        memory = self.encode(src, src_lengths, mix)
         return memory, self.decoder.initial_state(memory)
 
     def step(self, y_prev: torch.Tensor, state):

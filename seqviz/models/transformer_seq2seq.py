@@ -40,7 +40,7 @@ import torch
 import torch.nn as nn
 
 from seqviz.limits import MAX_MODEL_POSITIONS
-from seqviz.models.attention import MultiHeadAttention
+from seqviz.models.attention import Mix, MultiHeadAttention
 from seqviz.models.common import BOS_ID, PAD_ID, check_sizes
 from seqviz.models.translator import Translator
 from seqviz.traces import TransformerTranslationTrace
@@ -123,12 +123,14 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     def forward(
-        self, y: torch.Tensor, memory: torch.Tensor, causal_mask: torch.Tensor, src_mask: torch.Tensor
+        self, y: torch.Tensor, memory: torch.Tensor, causal_mask: torch.Tensor, src_mask: torch.Tensor,
+        mix: Mix | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``mix`` replaces the cross-attention's weights (this call only)."""
         h = self.ln1(y)
         a, self_w = self.self_attn(h, mask=causal_mask)  # (B, N, U, U)
         y = y + self.drop(a)
-        a, cross_w = self.cross_attn(self.ln2(y), memory, src_mask)  # (B, N, U, T)
+        a, cross_w = self.cross_attn(self.ln2(y), memory, src_mask, mix)  # (B, N, U, T)
         y = y + self.drop(a)
         y = y + self.drop(self.ff(self.ln3(y)))
         return y, self_w, cross_w
@@ -164,10 +166,14 @@ class TransformerSeq2Seq(Translator):
             with torch.no_grad():
                 embed.weight[PAD_ID].zero_()
 
-    def _embed(self, embed: nn.Embedding, ids: torch.Tensor, shift: torch.Tensor | None) -> torch.Tensor:
-        """x_p = √d · E[w_p] + PE(p + shift): shift (B,) is 0 except when training with max_position_shift."""
+    def _embed(
+        self, embed: nn.Embedding, ids: torch.Tensor, shift: torch.Tensor | None, vectors: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """x_p = √d · E[w_p] + PE(p + shift): shift (B,) is 0 except when training with max_position_shift.
+
+        ``vectors`` (B, T, d): the word vectors E[w_p] to use instead of looking ``ids`` up."""
         T = ids.size(1)
-        x = embed(ids) * math.sqrt(self.config.d_model)  # (B, T, d)
+        x = (embed(ids) if vectors is None else vectors) * math.sqrt(self.config.d_model)  # (B, T, d)
         if shift is None:
             return self.drop(x + sinusoidal_positions(T, self.config.d_model, ids.device))
         table = sinusoidal_positions(T + self.config.max_position_shift, self.config.d_model, ids.device)
@@ -180,13 +186,17 @@ class TransformerSeq2Seq(Translator):
         return torch.randint(0, self.config.max_position_shift + 1, (batch_size,), device=device)
 
     def encode(
-        self, src: torch.Tensor, src_lengths: torch.Tensor, shift: torch.Tensor | None = None
+        self, src: torch.Tensor, src_lengths: torch.Tensor, shift: torch.Tensor | None = None,
+        embedded: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-        """-> memory (B, T, d), src_mask (B, 1, 1, T) True on real words, self-attention weights per layer."""
+        """-> memory (B, T, d), src_mask (B, 1, 1, T) True on real words, self-attention weights per layer.
+
+        ``embedded`` (B, T, d): the source word vectors E[w_j] to read instead of looking ``src`` up (gradient
+        saliency differentiates with respect to them)."""
         T = src.size(1)
         src_mask = (torch.arange(T, device=src.device)[None, :] < src_lengths.to(src.device)[:, None])
         src_mask = src_mask[:, None, None, :]  # (B, 1, 1, T)
-        x = self._embed(self.src_embed, src, shift)
+        x = self._embed(self.src_embed, src, shift, embedded)
         weights = []
         for layer in self.encoder_layers:
             x, w = layer(x, src_mask)
@@ -194,15 +204,18 @@ class TransformerSeq2Seq(Translator):
         return self.enc_norm(x), src_mask, weights
 
     def decode(
-        self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, shift: torch.Tensor | None = None
+        self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, shift: torch.Tensor | None = None,
+        mix: Mix | None = None,
     ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-        """tgt_in (B, U) -> logits (B, U, V), decoder self weights and cross weights per layer."""
+        """tgt_in (B, U) -> logits (B, U, V), decoder self weights and cross weights per layer.
+
+        ``mix`` replaces every layer's cross-attention weights (this call only; the returned ones are the mix's)."""
         U = tgt_in.size(1)
         causal = torch.ones(U, U, dtype=torch.bool, device=tgt_in.device).tril()[None, None]  # (1, 1, U, U)
         y = self._embed(self.tgt_embed, tgt_in, shift)
         self_ws, cross_ws = [], []
         for layer in self.decoder_layers:
-            y, sw, cw = layer(y, memory, causal, src_mask)
+            y, sw, cw = layer(y, memory, causal, src_mask, mix)
             self_ws.append(sw)
             cross_ws.append(cw)
         return self.out(self.dec_norm(y)), self_ws, cross_ws
@@ -213,17 +226,28 @@ class TransformerSeq2Seq(Translator):
         logits, _, _ = self.decode(tgt_in, memory, src_mask, shift)
         return logits  # (B, U, V)
 
-    def start(self, src: torch.Tensor, src_lengths: torch.Tensor):
+    def teacher_forced(self, src, src_lengths, tgt_in, mix=None, embedded=None):
+        """Teacher forcing, as :meth:`seqviz.models.translator.Translator.teacher_forced` says; the weights are the
+        last layer's cross-attention averaged over the heads (the alignment the pages draw)."""
+        memory, src_mask, _ = self.encode(src, src_lengths, embedded=embedded)
+        logits, _, cross_ws = self.decode(tgt_in, memory, src_mask, mix=mix)
+        return logits, cross_ws[-1].mean(dim=1)  # (B, U, V), (B, U, T)
+
+    def embed_source(self, src: torch.Tensor) -> torch.Tensor:
+        return self.src_embed(src)  # (B, T, d): E[w_j], before √d and the positions
+
+    def start(self, src: torch.Tensor, src_lengths: torch.Tensor, mix: Mix | None = None):
+        """-> (memory, src_mask, the words so far, ``mix``: every step's cross-attention weights replaced)."""
         memory, src_mask, _ = self.encode(src, src_lengths)
         ys = torch.full((src.size(0), 0), BOS_ID, dtype=torch.long, device=src.device)  # (B, 0): words so far
-        return memory, src_mask, ys
+        return memory, src_mask, ys, mix
 
     def step(self, y_prev: torch.Tensor, state):
         """One greedy step: the decoder reads the whole prefix again (no cache: sentences are short)."""
-        memory, src_mask, ys = state
+        memory, src_mask, ys, mix = state
         ys = torch.cat([ys, y_prev[:, None]], dim=1)  # (B, t): <bos> y_1 .. y_{t-1}
-        logits, _, _ = self.decode(ys, memory, src_mask)  # (B, t, V)
-        return logits[:, -1], (memory, src_mask, ys), None
+        logits, _, _ = self.decode(ys, memory, src_mask, mix=mix)  # (B, t, V)
+        return logits[:, -1], (memory, src_mask, ys, mix), None
 
     def trace(self, src_ids, src_vocab, tgt_vocab, max_len: int | None = None) -> TransformerTranslationTrace:
         """Translate one sentence; return every attention map, layer by layer and head by head.

@@ -5,7 +5,12 @@ A translator (the LSTM encoder-decoders of :mod:`seqviz.models.seq2seq` and the 
 
 - ``forward(src, src_lengths, tgt_in)`` -> logits (B, U+1, V), every step at once (teacher forcing);
 - ``start(src, src_lengths)`` -> the decoder's state after reading the source;
-- ``step(y_prev, state)`` -> (logits (B, V), new state, this step's attention details or None).
+- ``step(y_prev, state)`` -> (logits (B, V), new state, this step's attention details or None);
+
+and, for seqviz.analysis.explain, ``embed_source`` (the source word vectors e_j) and ``teacher_forced`` (the
+logits and the attention weights, from given word vectors and with the weights replaced if asked).
+A ``mix`` (seqviz.models.attention.Mix) replaces the attention weights for one call (``start(..., mix=mix)``
+and ``teacher_forced``); it is an argument, never kept on the model, and None leaves every number as it was.
 
 From these, this class gives ``loss(batch)``, ``greedy``, ``translate``, ``translate_many`` (many sentences
 in one batch) and the one decode-length rule:
@@ -25,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqviz.limits import output_limit
+from seqviz.models.attention import Mix
 from seqviz.models.common import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -47,6 +53,25 @@ class Translator(nn.Module):
     def step(self, y_prev: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any, Any]:
         raise NotImplementedError
 
+    def embed_source(self, src: torch.Tensor) -> torch.Tensor:
+        """The word vectors e_j (B, T, E) the encoder looks up for ``src`` (B, T): what ``embedded`` replaces."""
+        raise NotImplementedError
+
+    def teacher_forced(
+        self,
+        src: torch.Tensor,
+        src_lengths: torch.Tensor,
+        tgt_in: torch.Tensor,
+        mix: Mix | None = None,
+        embedded: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing on tgt_in (B, U) = <bos> y_1 ... -> logits (B, U, V) and the attention weights α
+        (B, U, T) the alignment shows (None for the bottleneck), as at inference (no position shift).
+
+        ``mix`` replaces the weights (every step's, every cross-attention's); ``embedded`` (B, T, E) the source
+        word vectors (None: ``embed_source(src)``). Both for this call only."""
+        raise NotImplementedError
+
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean cross-entropy of y_t given y_<t and the source (teacher forcing), <pad> ignored."""
         tgt = batch["tgt"]
@@ -54,19 +79,25 @@ class Translator(nn.Module):
         return teacher_forced_loss(logits, tgt, self.config.label_smoothing)
 
     def greedy(
-        self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int | None = None, record: bool = False
+        self,
+        src: torch.Tensor,
+        src_lengths: torch.Tensor,
+        max_len: int | None = None,
+        record: bool = False,
+        mix: Mix | None = None,
     ) -> tuple[list[list[int]], list[Any]]:
         """Greedy decoding: each step writes its most likely word, until <eos> or the length limit.
 
         Sentence b stops at <eos> or after ``max_len`` words (None: ``output_limit(src_lengths[b])``).
         Returns the outputs (ids, no <bos>/<eos>) and, with ``record``, each step's attention details.
+        ``mix`` replaces the attention weights of every step (this call only; see the module doc).
         """
         lengths = [int(n) for n in src_lengths.tolist()]
         limits = [output_limit(n) if max_len is None else max(0, int(max_len)) for n in lengths]
         outputs: list[list[int]] = [[] for _ in lengths]
         done = [limit == 0 for limit in limits]
         records: list[Any] = []
-        state = self.start(src, src_lengths)
+        state = self.start(src, src_lengths) if mix is None else self.start(src, src_lengths, mix=mix)
         y = torch.full((len(lengths),), BOS_ID, dtype=torch.long, device=src.device)  # (B,)
         while not all(done):
             logits, state, details = self.step(y, state)  # (B, V)
@@ -84,11 +115,11 @@ class Translator(nn.Module):
         return outputs, records
 
     def translate(
-        self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int | None = None
+        self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int | None = None, mix: Mix | None = None
     ) -> list[list[int]]:
-        """Greedy translations of a batch (ids without <bos>/<eos>); ``max_len`` as in :meth:`greedy`."""
+        """Greedy translations of a batch (ids without <bos>/<eos>); ``max_len`` and ``mix`` as in :meth:`greedy`."""
         with torch.inference_mode():
-            outputs, _ = self.greedy(src, src_lengths, max_len)
+            outputs, _ = self.greedy(src, src_lengths, max_len, mix=mix)
         return outputs
 
     def translate_many(self, sources: Sequence[Sequence[int]], max_len: int | None = None) -> list[list[int]]:
