@@ -28,6 +28,30 @@ class ClassifierTrace:
 
 
 @dataclass(frozen=True)
+class PooledAttentionTrace:
+    """An attention-pooling classifier's reading of one sentence: one weight per word, and the decision.
+
+    u_j = vᵀ tanh(W h_j + b)     a score for every word's state h_j
+    α = softmax(u)               weights over the words that add to 1
+    c = Σ_j α_j h_j              the one vector the team is read from: p = softmax(W_o c + b_o)
+
+    ``weights`` are the α the probabilities were computed with: the model's own, or the ones a caller put in
+    their place (``replaced`` True: uniform, permuted...), in which case ``scores`` are still the model's.
+    """
+
+    tokens: list[str]  # the words as the model saw them, "<unk>" kept visible
+    labels: tuple[str, ...]  # class names, in the order of ``probs``
+    scores: np.ndarray  # (T,) u_j
+    weights: np.ndarray  # (T,) α_j, adding to 1
+    probs: np.ndarray  # (C,) softmax probabilities computed with ``weights``
+    replaced: bool = False  # True: ``weights`` were passed in, not the model's softmax(u)
+
+    @property
+    def predicted(self) -> str:
+        return self.labels[int(np.argmax(self.probs))]
+
+
+@dataclass(frozen=True)
 class LSTMGateTrace:
     """Per word and per unit, the LSTM's gates, replayed from ``nn.LSTM``'s own weights.
 

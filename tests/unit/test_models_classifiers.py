@@ -19,7 +19,7 @@ SENTENCES = [
     "my invoice is wrong".split(),
 ]
 LABELS = ("lost_parcel", "missing_item", "damaged_item", "billing")
-TORCH_FAMILIES = ("rnn", "gru", "lstm", "transformer")
+TORCH_FAMILIES = ("rnn", "gru", "lstm", "attention-lstm", "transformer")
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,8 @@ def test_trace_keeps_unknown_words_visible(family, vocab):
     assert trace.predicted in LABELS
     if family in ("rnn", "gru", "lstm"):
         assert trace.hidden.shape == (3, 12)
+    elif family == "attention-lstm":
+        assert trace.hidden.shape == (3, 24)  # h_j = [→h_j; ←h_j]
     else:
         assert trace.hidden is None
     with pytest.raises(ValueError, match="no words"):
@@ -169,7 +171,7 @@ def test_the_family_registry():
     from seqviz.models import families, family
 
     assert set(families("classification")) | set(families("translation")) == set(FAMILIES)
-    assert {"rnn", "gru", "lstm", "transformer", "bow"} <= set(families("classification"))
+    assert {"rnn", "gru", "lstm", "attention-lstm", "transformer", "bow"} <= set(families("classification"))
     assert {"plain", "additive", "dot", "transformer-seq2seq"} <= set(families("translation"))
     assert family("additive").label == "LSTM encoder-decoder, additive attention (Bahdanau)"
     assert len({f.label for f in FAMILIES.values()}) == len(FAMILIES)
@@ -187,7 +189,7 @@ def test_the_family_registry():
     ("family", "fields"),
     [("rnn", {"hidden_dim": 10**6}), ("lstm", {"vocab_size": 10**7}), ("gru", {"labels": ("only",)}),
      ("transformer", {"n_layers": 1000}), ("transformer", {"n_heads": 64, "d_model": 64}),
-     ("transformer", {"max_len": 10**6}), ("bow", {"vocab_size": 2})],
+     ("transformer", {"max_len": 10**6}), ("bow", {"vocab_size": 2}), ("attention-lstm", {"attn_dim": 0})],
 )
 def test_configs_bound_every_size(family, fields):
     with pytest.raises(ValueError):
