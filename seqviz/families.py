@@ -25,6 +25,10 @@ from typing import Any
 
 from seqviz.palette import BLUE, GREEN, GREY, PURPLE, VERMILLION
 
+# The attention-pooling classifier's colour: a violet no other family and none of a visitor's models
+# (seqviz.charts.colours.YOUR_COLOURS) is drawn in; contrast 4.6:1 on white, 4.1:1 on the dark theme.
+VIOLET = "#7766CC"
+
 
 @cache
 def _import(path: str) -> Any:
@@ -81,6 +85,12 @@ def _recurrent_fields(spec) -> dict:
     return {"emb_dim": spec.embedding, "hidden_dim": spec.hidden, "dropout": 0.0}
 
 
+def _attention_classifier_fields(spec) -> dict:
+    """It reads both ways (h_j = [→h_j; ←h_j], ``hidden`` per direction); ``hidden`` is also the score's size."""
+    return {"emb_dim": spec.embedding, "hidden_dim": spec.hidden, "attn_dim": spec.hidden, "bidirectional": True,
+            "dropout": 0.0}
+
+
 def _transformer_fields(spec) -> dict:
     return {"d_model": spec.embedding, "d_ff": spec.hidden, "n_heads": spec.heads, "n_layers": spec.layers,
             "dropout": 0.0}
@@ -115,6 +125,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("gru", "GRU classifier", GREEN, model_path=f"{_CLASSIFIERS}:GRUClassifier", **_RECURRENT),
     Family("lstm", "LSTM classifier", BLUE, model_path=f"{_CLASSIFIERS}:LSTMClassifier", lstm_gates=True,
            **_RECURRENT),
+    Family("attention-lstm", "bidirectional LSTM classifier, additive attention pooling (Jain & Wallace)", VIOLET,
+           "classification", ("emails",), f"{_CLASSIFIERS}:AttentionClassifierConfig",
+           f"{_CLASSIFIERS}:AttentionLSTMClassifier", sizes=("embedding", "hidden"),
+           spec_fields=_attention_classifier_fields, attends=True),
     Family("transformer", "transformer encoder classifier", PURPLE, "classification", ("emails",),
            f"{_CLASSIFIERS}:TransformerClassifierConfig", f"{_CLASSIFIERS}:TransformerClassifier",
            sizes=("embedding", "hidden", "heads", "layers"), spec_fields=_transformer_fields, attends=True,

@@ -53,6 +53,12 @@ ENTRIES: tuple[ZooEntry, ...] = (
              config=_RECURRENT, train=_CLASSIFIER_TRAIN),
     ZooEntry("gru", "gru", "emails", "GRU classifier", config=_RECURRENT, train=_CLASSIFIER_TRAIN),
     ZooEntry("lstm", "lstm", "emails", "LSTM classifier", config=_RECURRENT, train=_CLASSIFIER_TRAIN),
+    # Jain & Wallace's (2019) setting, smaller: the email read both ways (32 numbers per direction, h_j of 64 as
+    # the LSTM's h_t), pooled by additive attention; the recurrent classifiers' data and budget.
+    ZooEntry("attention-lstm", "attention-lstm", "emails",
+             "bidirectional LSTM classifier that pools its states with additive attention",
+             config={"emb_dim": 32, "hidden_dim": 32, "attn_dim": 64, "bidirectional": True, "dropout": 0.0},
+             train=_CLASSIFIER_TRAIN),
     ZooEntry("transformer", "transformer", "emails", "2-layer, 4-head transformer encoder classifier",
              config={"d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 128, "max_len": 64, "dropout": 0.1},
              train={**_CLASSIFIER_TRAIN, "steps": 2000, "lr": 2e-3, "weight_decay": 0.01, "warmup": 200}),

@@ -56,7 +56,7 @@ def test_a_translator_checkpoint_is_a_translator(tmp_path, capsys):
     ("argv", "says"),
     [
         (["--task", "poetry", "--family", "lstm", "--steps", "3"], "--task must be one of emails, memory, translation"),
-        (["--task", "emails", "--family", "dot", "--steps", "3"], "rnn, gru, lstm, transformer, bow"),
+        (["--task", "emails", "--family", "dot", "--steps", "3"], "rnn, gru, lstm, attention-lstm, transformer, bow"),
         (["--task", "memory", "--steps", "3"], "needs --family, one of rnn, gru, lstm"),
         (["--task", "emails", "--family", "lstm"], f"--steps N: optimisation steps, 1 to {limits.TRAIN_MAX_STEPS}"),
         (["--task", "emails", "--family", "lstm", "--hidden", "999", "--steps", "3"],

@@ -13,14 +13,15 @@ from seqviz import checkpoints, zoo
 from seqviz.__main__ import main
 
 SHIPPED = zoo.available()
-CLASSIFIERS_AND_MEMORY = ("bow", "rnn", "gru", "lstm", "transformer", "memory-rnn", "memory-gru", "memory-lstm")
+CLASSIFIERS_AND_MEMORY = ("bow", "rnn", "gru", "lstm", "attention-lstm", "transformer", "memory-rnn", "memory-gru",
+                          "memory-lstm")
 
 
 def test_every_entry_names_a_known_family_and_task():
     from seqviz.models import FAMILIES
     from seqviz.tasks import TASKS
 
-    assert len(set(zoo.NAMES)) == len(zoo.NAMES) == 12
+    assert len(set(zoo.NAMES)) == len(zoo.NAMES) == 13
     for name in zoo.NAMES:
         spec = zoo.entry(name)
         assert spec.family in FAMILIES, name
@@ -88,7 +89,7 @@ def metrics(name: str) -> dict:
     return zoo.metadata(name)["metrics"]
 
 
-@pytest.mark.parametrize("name", ("lstm", "gru"))
+@pytest.mark.parametrize("name", ("lstm", "gru", "attention-lstm"))
 def test_gated_classifiers_are_exact_on_test_and_twins(name):
     m = metrics(name)
     assert m["test_accuracy"] == 1.0 and m["twins_accuracy"] == 1.0
