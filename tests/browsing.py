@@ -11,12 +11,21 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from seqviz import browser as harness
 
 ROOT = harness.ROOT
 SHOTS = ROOT / "test-output" / "screenshots"
+
+
+def launch(playwright):
+    """Debian's Chromium from the test run's one Playwright (tests/conftest.py); the test fails when it is missing."""
+    try:
+        return harness.launch(playwright)
+    except harness.MissingChromium as error:
+        pytest.fail(str(error))
 
 
 def browser_resolving(playwright, host: str):

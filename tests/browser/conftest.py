@@ -9,7 +9,7 @@ page are saved under test-output/screenshots/ for a person to look at.
 from __future__ import annotations
 
 import pytest
-from browsing import ROOT, SHOTS
+from browsing import ROOT, SHOTS, launch
 
 from seqviz import browser as harness
 
@@ -23,10 +23,7 @@ def app_url():
 
 @pytest.fixture(scope="session")
 def browser(playwright):
-    try:
-        b = harness.launch(playwright)
-    except harness.MissingChromium as error:
-        pytest.fail(str(error))
+    b = launch(playwright)
     yield b
     b.close()
 

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browsing import ROOT, SHOTS
+from browsing import ROOT, SHOTS, launch
 
 from seqviz import browser as harness
 
@@ -128,10 +128,7 @@ def chromium(playwright):
     """One Chromium for every visitor of this folder (each visitor is a context of its own: its own session).
 
     Launched from the test run's one Playwright (tests/conftest.py): the browser tests' is alive too."""
-    try:
-        browser = harness.launch(playwright)
-    except harness.MissingChromium as error:
-        pytest.fail(str(error))
+    browser = launch(playwright)
     yield browser
     browser.close()
 
