@@ -1,11 +1,171 @@
-"""Shared test settings: every test runs from the repository root with torch on one thread."""
+"""Shared test settings: every test runs from the repository root with torch on one thread.
 
+Long work that needs little of the tests' attention starts as soon as the tests are collected and runs beside
+them, niced, in a process of its own (a `Background`), so the suite's waits and idle core do it:
+
+- the container images, when a test that runs them is selected (IMAGE_TESTS): the lecture hall's packages,
+  `scripts/check-container --build-only` (on a fresh machine it first makes the stand-in base image from Debian's
+  archive, then pip-installs the image's packages: about 5 minutes) and the balancer's image. Those tests run last
+  and, before their own setup, wait for it: they then build again as they always do, from Podman's cache, so a
+  failed background build fails them with their own build's message (the background's log is attached);
+- a test module's own work: a module that defines ``background_command(output: Path) -> list[str]`` has it started
+  when one of its selected tests asks for the ``background`` fixture, which waits for it and gives its output
+  (tests/unit/test_presets.py trains its presets so).
+
+A test that waits un-nices the work it waits for. Whatever is still running at the session's end is ended by its
+process group (its own PID).
+"""
+
+from __future__ import annotations
+
+import contextlib
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+OUTPUT = ROOT / "test-output"
+NICE = 19  # background work yields to the tests (CFS weight 15 against 1024) but has every idle moment
+IMAGE_TESTS = ("tests/browser/test_lecture_hall.py", "tests/hosting/test_container.py")
+# What those tests build, in their order: the lecture hall's packages and its balancer built as
+# tests/browser/test_lecture_hall.py builds them (same file, build argument and tag, so its build is then cached;
+# the ulimits are its containers.conf's, which Podman needs on this machine).
+IMAGES_COMMAND = """set -e
+scripts/ensure-packages podman-compose containernetworking-plugins golang-github-containernetworking-plugin-dnsname \
+    iptables
+scripts/check-container --build-only
+files=$(ulimit -Hn); { [ "$files" = unlimited ] || [ "$files" -gt 65536 ]; } && files=65536
+podman --runtime runc build --format docker --network host --ulimit "nofile=$files:$files" --ulimit nproc=4096:4096 \
+    --build-arg BASE_IMAGE="${SEQVIZ_BASE_IMAGE:-localhost/seqviz-base:bookworm-python3.11}" \
+    --file hosting/haproxy.Dockerfile --tag localhost/seqviz-balancer:lecture-hall .
+"""
+WAIT_S = 600  # at most this long for background work; then it is ended and the test does the work itself
+_JOBS = pytest.StashKey[dict]()
+
+
+class Background:
+    """A command run niced in its own session (process group = its PID), output to a log under test-output/."""
+
+    def __init__(self, name: str, command: list[str], output: Path | None = None):
+        OUTPUT.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.output = output
+        self.log = OUTPUT / f"background-{name}.txt"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        with open(self.log, "w", encoding="utf-8") as log:
+            self.process = subprocess.Popen(["nice", "-n", str(NICE), *command], cwd=ROOT, env=env,
+                                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+
+    def wait(self, timeout: float = WAIT_S) -> int | None:
+        """Its exit status, once it has ended (un-niced while waited for); None when it ran past ``timeout``
+        (it is then ended)."""
+        if self.process.poll() is None:
+            self._renice(0)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.stop()
+                return None
+        return self.process.returncode
+
+    def tail(self, lines: int = 40) -> str:
+        text = self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.process.poll() is not None:
+            return
+        for sig, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.process.wait(grace)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def _renice(self, nice: int) -> None:
+        """Every thread of the process and its descendants (Podman's build steps included) to ``nice``: best
+        effort, as only root may lower a nice value."""
+        parents = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rpartition(")")[2].split()
+                parents[int(stat.parent.name)] = int(fields[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        family, grew = {self.process.pid}, True
+        while grew:
+            more = {pid for pid, parent in parents.items() if parent in family} - family
+            family |= more
+            grew = bool(more)
+        for pid in family:
+            for task in Path(f"/proc/{pid}/task").glob("[0-9]*"):
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+
+
+def _needs_images(item: pytest.Item) -> bool:
+    return item.nodeid.startswith(IMAGE_TESTS)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """The tests that need the container images last, so their background build has the whole run to finish
+    (the order of every other test is kept)."""
+    last = [item for item in items if _needs_images(item)]
+    if last:
+        items[:] = [item for item in items if not _needs_images(item)] + last
+
+
+def pytest_collection_finish(session):
+    jobs = session.config.stash.setdefault(_JOBS, {})
+    if session.config.option.collectonly:
+        return
+    if os.geteuid() == 0 and any(_needs_images(item) for item in session.items):
+        jobs["images"] = Background("images", ["sh", "-c", IMAGES_COMMAND])
+    for item in session.items:
+        module = getattr(item, "module", None)
+        command = getattr(module, "background_command", None)
+        if command and module.__name__ not in jobs and "background" in getattr(item, "fixturenames", ()):
+            output = OUTPUT / f"background-{module.__name__.rpartition('.')[2]}.out"
+            output.unlink(missing_ok=True)
+            jobs[module.__name__] = Background(module.__name__.rpartition(".")[2], command(output), output)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    job = item.config.stash.get(_JOBS, {}).get("images")
+    if job is not None and _needs_images(item):
+        status = job.wait()
+        if status != 0:
+            item.add_report_section("setup", "background image build",
+                                    f"{job.log} ({'ran too long' if status is None else f'exit {status}'}):\n"
+                                    + job.tail())
+
+
+def pytest_sessionfinish(session):
+    for job in session.config.stash.get(_JOBS, {}).values():
+        job.stop()
+
+
+@pytest.fixture(scope="module")
+def background(request) -> Path:
+    """The output file of this module's ``background_command``, once the command has ended well."""
+    job = request.config.stash.get(_JOBS, {}).get(request.module.__name__)
+    if job is None:
+        pytest.fail(f"{request.module.__name__} asks for its background work, which was never started")
+    status = job.wait()
+    if status != 0:
+        pytest.fail(f"{' '.join(job.process.args)} {'ran too long' if status is None else f'exited {status}'}; "
+                    f"its log, {job.log}:\n{job.tail()}")
+    return job.output
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -36,3 +196,4 @@ def playwright():
 
     with sync_playwright() as p:
         yield p
+

@@ -3,13 +3,20 @@
 The presets train through the one loop (RunSpec.build, seqviz.train.train) and are measured on held-out data
 as the app measures them, two at a time in separate processes (one torch thread each). Their text may name
 only figures that are promises: a number in ``look_for`` must be one of them.
+
+The training (about 70 s on this project's 2-core machine) is this module's background work: tests/conftest.py
+starts it, niced, as soon as the tests are collected (this file run as a script), and the ``background`` fixture
+waits for its metrics.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import re
+import sys
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -31,14 +38,23 @@ def _train_and_measure(name: str) -> dict:
     return task.evaluate(model)
 
 
-@pytest.fixture(scope="module")
-def measured() -> dict[str, dict]:
+def _measure_all() -> dict[str, dict]:
     """Held-out metrics of every preset that promises a figure, slowest first so the two processes finish
-    together (about 70 s of training on this project's 2-core machine)."""
+    together."""
     slow_first = sorted(PROMISING, key=lambda p: -p.spec.num_parameters() * p.spec.steps)
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {p.name: pool.submit(_train_and_measure, p.name) for p in slow_first}
         return {name: future.result(timeout=600) for name, future in futures.items()}
+
+
+def background_command(output: Path) -> list[str]:
+    """tests/conftest.py runs this when the tests are collected: the metrics, as JSON, in ``output``."""
+    return [sys.executable, __file__, str(output)]
+
+
+@pytest.fixture(scope="module")
+def measured(background) -> dict[str, dict]:
+    return json.loads(background.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("preset", PROMISING, ids=lambda p: p.name)
@@ -66,3 +82,7 @@ def test_a_promise_reads_a_metric_or_a_length_bucket():
     assert Promise("accuracy_at_20", at_most=0.75).holds(metrics)
     assert not Promise("accuracy_at_20", at_least=0.95).holds(metrics)
     assert Promise("bucket:3-9", at_least=0.9).holds(metrics)
+
+
+if __name__ == "__main__":
+    Path(sys.argv[1]).write_text(json.dumps(_measure_all()), encoding="utf-8")
