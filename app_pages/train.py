@@ -24,7 +24,7 @@ training.server_status()
 def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
     """One snapshot of the model's view of the sentence, drawn by the view that drew it on its page."""
     ui.show(snapshot.view, {label: snapshot.trace}, f"train-{snapshot.view}-{run_id}",
-            {label: charts.model_colour(family)}, title="Where each French word looked")
+            {label: charts.model_colour(family)})
 
 
 def draw_run(run) -> None:
@@ -61,14 +61,15 @@ def draw_run(run) -> None:
     if state.snapshots:
         st.markdown("**Watch it learn**: " + ("the model's view of the sidebar sentence (it was typed when the run "
                                               "started)." if views.get(state.snapshots[-1][1].view).needs_sentence else
-                                              "the model on held-out data."))
+                                              "the model on held-out sequences."))
         index = len(state.snapshots) - 1
         if state.ended and len(state.snapshots) > 1:
             steps = [step for step, _ in state.snapshots]
             chosen = st.select_slider("Snapshot after step", options=steps, value=steps[-1], key=f"snap-{state.id}")
             index = steps.index(chosen)
         step, snapshot = state.snapshots[index]
-        st.caption(f"After step {step}: {ui.escape_markdown(snapshot.summary)}")
+        st.caption(f"After step {step}.")
+        st.markdown(ui.escape_markdown(snapshot.summary))
         draw_snapshot(snapshot, state.name, spec.family, state.id)
     if state.ended and state.metrics:
         compare_with_shipped(state)

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,9 +41,6 @@ GOALS = {  # the issue's goals ("Train in the browser", Speed)
     GRU: "accuracy at distance 20 >= 95% within 30 s, the plain RNN far below on the same budget",
     "app_vs_cli": "the app trains at >= 0.8 of the command line's steps per second",
 }
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -282,18 +277,6 @@ def train_cli(steps: int) -> dict:
             "exact_match_le30": meta["metrics"]["exact_match_le30"], **load.summary()}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_app(pg) -> None:
-    pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
-    pg.wait_for_timeout(300)
-    pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=90_000)
-
-
 DONE = re.compile(r"(Finished|Stopped[^.]*?) after (\d+) steps and (\d+) s of training")
 FAILED = re.compile(r"Training failed|These settings cannot be trained")
 
@@ -302,65 +285,44 @@ def train_app(steps: int, log_path: Path, timeout_s: float = 400.0) -> dict:
     """Start `streamlit run app.py`, open /train in Chromium, set the Preset and Steps, press Start training, keep
     the page open until the success box, and read steps and seconds from it (and, to the hundredth of a second,
     from the downloaded checkpoint)."""
-    from playwright.sync_api import sync_playwright
+    from seqviz import browser, checkpoints
 
-    from seqviz import checkpoints
-
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless",
-             "true", "--server.address", "127.0.0.1"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        try:
-            _wait_healthy(server, url)
-            with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
-                try:
-                    page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-                    page.set_default_timeout(60_000)
-                    page.goto(f"{url}/train")
-                    _wait_for_app(page)
-                    main = page.get_by_test_id("stMain")
-                    picker = main.get_by_test_id("stSelectbox").filter(has_text="Preset")
-                    if APP_SPEC["preset"] not in picker.inner_text():
-                        main.get_by_role("combobox", name="Preset").click()
-                        page.get_by_role("option", name=APP_SPEC["preset"], exact=True).click()
-                        _wait_for_app(page)
-                    box = main.get_by_role("spinbutton", name="Steps", exact=True)
-                    box.fill(str(steps))
-                    box.press("Enter")
-                    _wait_for_app(page)
-                    if box.input_value() != str(steps):
-                        raise RuntimeError(f"the Steps box reads {box.input_value()}, not {steps}")
-                    with LoadSampler() as load:
-                        began = time.perf_counter()
-                        main.get_by_role("button", name="Start training", exact=True).click()
-                        done = main.get_by_test_id("stAlert").filter(has_text=DONE)
-                        try:
-                            done.wait_for(state="visible", timeout=int(timeout_s * 1000))
-                        except Exception:
-                            shot = ROOT / "test-output" / "benchmark-train-timeout.png"
-                            page.screenshot(path=str(shot), full_page=True)
-                            raise RuntimeError(f"no end of the run after {timeout_s:.0f} s: see {shot}") from None
-                        wall = time.perf_counter() - began
-                    text = done.inner_text()
-                    found = DONE.search(text)
-                    _wait_for_app(page)
-                    with page.expect_download() as event:
-                        main.get_by_role("button", name="Download checkpoint", exact=True).click()
-                    saved = Path(tmp) / "app.safetensors"
-                    event.value.save_as(saved)
-                    meta = checkpoints.read_meta(saved)
-                finally:
-                    browser.close()
-        finally:
-            server.terminate()
+    with browser.streamlit_server(log_path) as server, tempfile.TemporaryDirectory() as tmp, \
+            browser.chromium() as chromium:
+        page = browser.new_page(browser.new_context(chromium, accept_downloads=True))
+        page.goto(f"{server.url}/train")
+        browser.wait_painted(page)
+        main = page.get_by_test_id("stMain")
+        picker = main.get_by_test_id("stSelectbox").filter(has_text="Preset")
+        if APP_SPEC["preset"] not in picker.inner_text():
+            main.get_by_role("combobox", name="Preset").click()
+            page.get_by_role("option", name=APP_SPEC["preset"], exact=True).click()
+            browser.wait_painted(page)
+        box = main.get_by_role("spinbutton", name="Steps", exact=True)
+        box.fill(str(steps))
+        box.press("Enter")
+        browser.wait_painted(page)
+        if box.input_value() != str(steps):
+            raise RuntimeError(f"the Steps box reads {box.input_value()}, not {steps}")
+        with LoadSampler() as load:
+            began = time.perf_counter()
+            main.get_by_role("button", name="Start training", exact=True).click()
+            done = main.get_by_test_id("stAlert").filter(has_text=DONE)
             try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
+                done.wait_for(state="visible", timeout=int(timeout_s * 1000))
+            except Exception:
+                shot = ROOT / "test-output" / "benchmark-train-timeout.png"
+                page.screenshot(path=str(shot), full_page=True)
+                raise RuntimeError(f"no end of the run after {timeout_s:.0f} s: see {shot}") from None
+            wall = time.perf_counter() - began
+        text = done.inner_text()
+        found = DONE.search(text)
+        browser.wait_painted(page)
+        with page.expect_download() as event:
+            main.get_by_role("button", name="Download checkpoint", exact=True).click()
+        saved = Path(tmp) / "app.safetensors"
+        event.value.save_as(saved)
+        meta = checkpoints.read_meta(saved)
     steps_done, seconds = int(found.group(2)), int(found.group(3))
     return {"how": "app (/train in Chromium)", "success_box": text[found.start():].strip(),
             "ended": found.group(1), "steps": steps_done,
@@ -368,20 +330,6 @@ def train_app(steps: int, log_path: Path, timeout_s: float = 400.0) -> dict:
             "steps_per_second": meta["steps"] / meta["train_seconds"],
             "steps_per_second_shown": steps_done / seconds if seconds else None,
             "exact_match_le30": meta["metrics"]["exact_match_le30"], **load.summary()}
-
-
-def _wait_healthy(server: subprocess.Popen, url: str) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("streamlit did not become healthy")
-        time.sleep(0.5)
 
 
 def app_vs_cli(steps: int = APP_SPEC["steps"]) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from seqviz.charts.base import LEGEND_ROW_PX, MODEL_LABEL_PX, table
+from seqviz.charts.base import MODEL_LABEL_PX, table
 from seqviz.charts.colours import BLUE, GREEN, ORANGE, PURPLE
 
 
@@ -30,7 +30,8 @@ def probabilities_chart(models: tuple[str, ...], title: str = "") -> alt.Chart:
         order=alt.Order("class:N"),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("class:N"), alt.Tooltip("probability:Q", format=".3f"),
                  alt.Tooltip("predicted:N")],
-    ).properties(height=32 * len(models) + 20 + LEGEND_ROW_PX, title=title)  # + the teams' legend's second line
+    ).properties(height=alt.Step(36), title=title)  # a step per model: a fixed pixel height, fitted by the browser,
+    # left one model's bar a pixel tall
 
 
 def bag_data(comparison, name_a: str, name_b: str) -> pd.DataFrame:

@@ -21,7 +21,7 @@ class EmailClassifier(View):
         return model.trace(list(tokens), vocabularies["tokens"])  # seqviz.traces.ClassifierTrace
 
     def summary(self, trace) -> str:
-        return f"{trace.predicted} ({float(trace.probs.max()):.0%})"
+        return f"It says {trace.predicted} ({float(trace.probs.max()):.0%})."
 
     def figures(self, traces, colours=None, title: str = "The sidebar sentence", **options):
         return [Figure(charts.probabilities_chart, charts.probabilities_data(traces), (tuple(traces),),

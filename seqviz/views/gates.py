@@ -21,7 +21,7 @@ class Gates(View):
         return model.gate_trace(list(tokens), vocab)  # seqviz.traces.LSTMGateTrace
 
     def summary(self, trace) -> str:
-        return f"mean forget gate {float(trace.forget_gate.mean()):.2f}"
+        return f"Mean forget gate: {float(trace.forget_gate.mean()):.2f}."
 
     def figures(self, traces, colours=None, units: int = 16, **options):
         """One grid of heatmaps per model: the ``units`` units whose cell state moves most."""

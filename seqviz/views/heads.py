@@ -20,7 +20,7 @@ class SelfAttention(View):
         return model.attention_trace(list(tokens), vocabularies["tokens"])  # seqviz.traces.SelfAttentionTrace
 
     def summary(self, trace) -> str:
-        return f"{trace.weights.shape[0]} layers × {trace.weights.shape[1]} heads"
+        return f"Its {trace.weights.shape[0]} layers × {trace.weights.shape[1]} heads:"
 
     def figures(self, traces, colours=None, **options):
         return [Figure(charts.attention_heads_chart, charts.attention_heads_data(t.tokens, t.weights),

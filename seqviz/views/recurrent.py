@@ -40,7 +40,7 @@ class Memory(View):
 
     def summary(self, trace) -> str:
         at_20 = trace["accuracy_by_distance"].get("20")
-        return f"accuracy at distance 20: {at_20:.0%}" if at_20 is not None else ""
+        return f"Accuracy at distance 20: {at_20:.0%}." if at_20 is not None else ""
 
     def figures(self, traces, colours=None, step: int | None = None, **options):
         from seqviz import charts

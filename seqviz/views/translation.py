@@ -22,7 +22,7 @@ class Translator(View):
         return model.trace(src.encode(list(tokens)), src, tgt, max_len=max_len)
 
     def summary(self, trace) -> str:
-        return "it writes: " + (" ".join(trace.out_tokens) or "(nothing yet)")
+        return "It writes: " + (" ".join(trace.out_tokens) or "(nothing yet)")
 
 
 class Alignment(Translator):

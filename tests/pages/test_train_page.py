@@ -97,7 +97,7 @@ def test_a_tiny_run_ends_and_its_model_is_on_other_pages():
     ("emails", "transformer", "layer"),  # a transformer: its heads
     ("emails", "rnn", "probability of each team"),  # another classifier: its probabilities
     ("emails", "bow", None),  # counts in one pass: no steps, no snapshots of learning
-    ("translation", "additive", "it writes:"),  # a translator: its translation and alignment
+    ("translation", "additive", "It writes"),  # a translator: its translation and alignment
 ])
 def test_every_kind_of_model_trains_from_the_page(task, family, snapshot):
     at = tiny(open_train(), task=task, family=family, steps=10)
