@@ -370,15 +370,383 @@ def held_out_taus(model, task, limit: int | None = 300) -> HeldOutTaus:
                        words=sum(len(o) for o in outputs))
 
 
+
+# ---------------------------------------------------------------------------------------------------------
+# Email classifiers: attention beside gradient and leave-one-out, for one decision
+#
+# For a torch email classifier (rnn, gru, lstm, transformer, attention-lstm; the bag of words has no word
+# vectors to differentiate), an email x_1 .. x_T with word vectors e_j = E[x_j] and the predicted team
+# ŷ = argmax_c p(c | x), per word j:
+#
+# - attention a_j: the attention-lstm's pooling weights α_j (c = Σ_j α_j h_j); for the transformer classifier,
+#   what its pooled output pays to word j through the last layer's attention, a_j = (1/N) Σ_heads (1/T) Σ_i A_ij
+#   (:func:`pooled_attention`); None for models that do not attend (rnn, gru, lstm);
+# - gradient saliency ‖∂ log p(ŷ | x) / ∂ e_j‖ (the norm, as the translators': see :func:`explain_translation`);
+# - leave-one-out log p(ŷ | x) − log p(ŷ | x with x_j replaced by <unk>) (positive: word j supported ŷ).
+
+
+@dataclass(frozen=True)
+class ClassificationExplanation:
+    """One email classifier's decision on one email, and three measures of each word's part in it."""
+
+    tokens: list[str]  # the email as the model read it, "<unk>" kept visible
+    labels: tuple[str, ...]  # class names, in the order of ``probs``
+    probs: np.ndarray  # (C,) p(c | x)
+    predicted: str  # ŷ, the most probable class
+    p_predicted: float  # p(ŷ | x)
+    attention: np.ndarray | None  # (T,) a_j, adding to 1; None for a model that does not attend
+    gradient: np.ndarray  # (T,) ‖∂ log p(ŷ | x) / ∂ e_j‖
+    leave_one_out: np.ndarray  # (T,) log p(ŷ | x) − log p(ŷ | x with x_j = <unk>); exactly 0 for a word already <unk>
+    tau_gradient: float | None  # τ(attention, gradient); None when undefined or no attention
+    tau_leave_one_out: float | None  # τ(attention, leave_one_out)
+
+
+def attends(model) -> bool:
+    """True for the classifiers :func:`pooled_attention` reads weights from (attention-lstm, transformer)."""
+    from seqviz.models.classifiers import AttentionLSTMClassifier, TransformerClassifier
+
+    return isinstance(model, AttentionLSTMClassifier | TransformerClassifier)
+
+
+def pooled_attention(model, ids: torch.Tensor, lengths: torch.Tensor) -> np.ndarray | None:
+    """The weight a_j (B, T) the classifier's pooled vector gives each word; rows add to 1, 0 on padding.
+
+    - attention-lstm: its own pooling weights α = softmax(u): the email's vector is exactly c = Σ_j α_j h_j.
+    - transformer: it classifies from the mean of its last layer's outputs, (1/T) Σ_i z_i, and the last layer's
+      attention mixes word j into output i with weight A_ij (one per head), so the mean pays word j
+      a_j = (1/N) Σ_heads (1/T) Σ_i A_ij: the last layer's attention averaged over the heads and over the
+      attending (real) words. It leaves out the residual path (z_i also carries x_i itself) and what earlier
+      layers mixed in, as every attention picture does; it is the one weight per word the picture shows.
+    - any other classifier: None (it does not attend).
+    """
+    from seqviz.models.classifiers import AttentionLSTMClassifier, TransformerClassifier
+
+    if isinstance(model, AttentionLSTMClassifier):
+        return model.attention_weights(ids, lengths)  # (B, T)
+    if not isinstance(model, TransformerClassifier):
+        return None
+    with torch.inference_mode():
+        _, weights = model.encode(model.embed(ids), lengths)  # (B, L, N, T, T)
+        last = weights[:, -1].mean(dim=1)  # (B, T, T): row i attends, averaged over heads
+        real = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).to(last.dtype)  # (B, T)
+        pooled = (last * real[:, :, None]).sum(dim=1) / real.sum(dim=1, keepdim=True)  # (B, T)
+    return pooled.float().numpy().copy()
+
+
+def _check_classifier(model) -> None:
+    if not (hasattr(model, "embed") and hasattr(model, "forward_from_embeddings")):
+        raise ValueError(f"explain a torch classifier with word vectors, not a {type(model).__name__}: the bag of "
+                         "words has no vectors to take a gradient by")
+    if model.training:
+        raise ValueError("explain a model in eval mode: dropout would make every measure a random draw")
+
+
+def explain_classification(model, vocab, tokens) -> ClassificationExplanation:
+    """Attention, gradient saliency and leave-one-out of every word of one email, for ``model``'s decision ŷ.
+
+    ``vocab`` is the checkpoint's "tokens" vocabulary; the model must be in eval mode. Two batched passes
+    (:func:`explain_emails`): T + 1 copies of the email (word j replaced by <unk> in copy j, the email as it is in
+    the last) for ŷ, p and leave-one-out, then one backward pass for the gradient; the attention is read from
+    the email as it is (:func:`pooled_attention`).
+    """
+    from seqviz.models.common import one_sentence
+
+    ids, seen = one_sentence(tokens, vocab)
+    return explain_emails(model, [ids], unk_id=vocab.stoi[UNK], tokens=[seen])[0]
+
+
+def explain_emails(
+    model, emails: Sequence[Sequence[int]], unk_id: int, tokens: Sequence[list[str]] | None = None
+) -> list[ClassificationExplanation]:
+    """:func:`explain_classification` of many emails (word ids), in batches of at most ROWS_PER_BATCH copies."""
+    _check_classifier(model)
+    emails = [[int(i) for i in e] for e in emails]
+    if any(not e for e in emails):
+        raise ValueError("The email has no words to read: type at least one word.")
+    labels = tuple(model.labels)
+    explanations: list[ClassificationExplanation] = []
+    for chunk in _email_chunks(emails):
+        measured = _measure_emails(model, [emails[i] for i in chunk], unk_id)
+        for i, (probs, attention, gradient, loo) in zip(chunk, measured, strict=True):
+            top = int(np.argmax(probs))
+            explanations.append(ClassificationExplanation(
+                tokens=list(tokens[i]) if tokens else [str(w) for w in emails[i]], labels=labels, probs=probs,
+                predicted=labels[top], p_predicted=float(probs[top]), attention=attention, gradient=gradient,
+                leave_one_out=loo,
+                tau_gradient=kendall_tau(attention, gradient) if attention is not None else None,
+                tau_leave_one_out=kendall_tau(attention, loo) if attention is not None else None))
+    return explanations
+
+
+def _email_chunks(emails: list[list[int]]) -> list[list[int]]:
+    """Indices of the emails, in order, grouped so that each group's T + 1 copies fit ROWS_PER_BATCH."""
+    chunks: list[list[int]] = []
+    rows = 0
+    for i, ids in enumerate(emails):
+        need = len(ids) + 1
+        if chunks and rows + need <= ROWS_PER_BATCH:
+            chunks[-1].append(i)
+            rows += need
+        else:
+            chunks.append([i])
+            rows = need
+    return chunks
+
+
+def _measure_emails(model, emails: list[list[int]], unk_id: int) -> list[tuple]:
+    """(probs (C,), attention (T,) | None, gradient (T,), leave-one-out (T,)) per email, from three passes."""
+    # Leave-one-out: copy (b, j) has x_j = <unk> (j < T_b); copy (b, T_b) is the email as it is.
+    copies = [(b, j) for b, ids in enumerate(emails) for j in range(len(ids) + 1)]
+    with torch.inference_mode():
+        ids, lengths = pad_batch([emails[b] for b, _ in copies])  # (R, T), (R,)
+        for row, (b, j) in enumerate(copies):
+            if j < len(emails[b]):
+                ids[row, j] = unk_id
+        log_p = model(ids, lengths).double().log_softmax(dim=-1).numpy()  # (R, C)
+    whole_rows = np.cumsum([len(e) + 1 for e in emails]) - 1  # (B,): each email as it is
+    whole = log_p[whole_rows]  # (B, C)
+    predicted = whole.argmax(axis=1)  # (B,) ŷ
+    # The gradient: one row per email, each row's log p(ŷ_b) differentiated by its own word vectors.
+    with torch.inference_mode(False), torch.enable_grad():
+        ids, lengths = pad_batch(emails)  # (B, T), (B,)
+        embedded = model.embed(ids).detach().requires_grad_(True)  # (B, T, E)
+        logits = model.forward_from_embeddings(embedded, lengths)  # (B, C)
+        picked = logits.log_softmax(dim=-1)[torch.arange(len(emails)), torch.from_numpy(predicted)]  # (B,)
+        (grad,) = torch.autograd.grad(picked.sum(), embedded)  # (B, T, E)
+    norms = grad.norm(dim=-1).double().numpy()  # (B, T)
+    attention = pooled_attention(model, ids, lengths)  # (B, T) or None
+    results = []
+    first = 0
+    for b, email in enumerate(emails):
+        T = len(email)
+        loo = whole[b, predicted[b]] - log_p[first : first + T, predicted[b]]  # (T,)
+        loo[np.asarray(email) == unk_id] = 0.0  # replacing <unk> by <unk> changes nothing: no batch rounding
+        results.append((np.exp(whole[b]), None if attention is None else attention[b, :T].copy(),
+                        norms[b, :T].copy(), loo))
+        first += T + 1
+    return results
+
+
+def held_out_emails(task, limit: int | None = None) -> list:
+    """The held-out emails (``task.splits.test``), or ``limit`` of them spread evenly over the set."""
+    emails = list(task.splits.test)
+    if limit is None or limit >= len(emails):
+        return emails
+    return [emails[i] for i in np.linspace(0, len(emails) - 1, max(0, int(limit))).round().astype(int)]
+
+
+@dataclass(frozen=True)
+class HeldOutClassifierTaus:
+    """Per held-out email, τ between the classifier's attention and each measure (the defined ones)."""
+
+    gradient: list[float]  # τ(a, gradient saliency), one per email where defined
+    leave_one_out: list[float]  # τ(a, leave-one-out)
+    emails: int  # held-out emails explained (emails − len(gradient) had τ undefined)
+
+
+def held_out_classifier_taus(model, task, limit: int | None = 200) -> HeldOutClassifierTaus:
+    """τ per email over :func:`held_out_emails` (``limit`` of them), for a classifier that attends; ``task`` an
+    EmailTask with the model's vocabulary (``task.vocab``). Batched as :func:`explain_emails`."""
+    if not attends(model):
+        raise ValueError(f"a {type(model).__name__} does not attend: there is no attention to compare")
+    emails = held_out_emails(task, limit)
+    explained = explain_emails(model, [task.vocab.encode(list(e.tokens)) for e in emails],
+                               unk_id=task.vocab.stoi[UNK]) if emails else []
+    return HeldOutClassifierTaus(gradient=[e.tau_gradient for e in explained if e.tau_gradient is not None],
+                                 leave_one_out=[e.tau_leave_one_out for e in explained
+                                                if e.tau_leave_one_out is not None],
+                                 emails=len(emails))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Jain & Wallace's permutation test, on the attention-lstm
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """Does the attention-lstm's decision depend on where its pooling weights fall? (Jain & Wallace 2019, §4.2)
+
+    For every held-out email: ŷ and p(ŷ) with its own α; then with α permuted over its real words (``permutations``
+    seeded draws) and with uniform weights 1/T. The per-email figure is the median over the permutations of
+    |p_perm(ŷ) − p(ŷ)| (the paper's "median output difference").
+    """
+
+    emails: int  # held-out emails tested
+    permutations: int  # permutations per email
+    seed: int
+    changed_any: float | None  # share of emails whose predicted team changes under at least one permutation
+    changed_most: float | None  # share whose team changes under more than half of the permutations
+    median_difference: float | None  # median over emails of the per-email median |p_perm(ŷ) − p(ŷ)|
+    p90_difference: float | None  # its 90th percentile over emails
+    uniform_changed: float | None  # share of emails whose team changes with uniform weights
+    uniform_median_difference: float | None  # median over emails of |p_uniform(ŷ) − p(ŷ)|
+    uniform_p90_difference: float | None
+    per_email_difference: np.ndarray  # (E,) each email's median |p_perm(ŷ) − p(ŷ)| (for a histogram)
+    per_email_changed: np.ndarray  # (E,) the share of its permutations that changed its team
+    uniform_difference: np.ndarray  # (E,) |p_uniform(ŷ) − p(ŷ)|
+    max_attention: np.ndarray  # (E,) max_j α_j of each email (the paper bins the differences by it)
+
+
+def email_permutations(ids: Sequence[int], permutations: int, seed: int = 0) -> np.ndarray:
+    """(K, T) permutations of an email's T word positions, drawn from ``seed`` and the email's own word ids.
+
+    Seeded by the email (not by its row, as ``permuted_pooling(seed)`` is, which gives row b of a batch the
+    seed's b-th draw): an email gets the same K permutations alone, in any batch or at any place in the
+    held-out set; word-identical twins get the same ones. A draw may be the identity (1 in T!).
+    """
+    rng = np.random.default_rng([int(seed), *(int(i) for i in ids)])
+    orders = np.zeros((int(permutations), len(ids)), dtype=np.int64)  # (K, T)
+    for k in range(len(orders)):
+        orders[k] = rng.permutation(len(ids))
+    return orders
+
+
+def permutation_test(model, task, limit: int | None = 200, permutations: int = 100, seed: int = 0) -> PermutationTest:
+    """Jain & Wallace's permutation test over :func:`held_out_emails` (``limit`` of them) for an attention-lstm.
+
+    Each permuted copy goes through the model's own ``weights=`` override: the override receives the α the
+    model computed for that copy and returns it permuted over the real words (α'_j = α_π(j), padding left 0),
+    so the states, the head and everything else are the model's. Copies of many emails share batches of at
+    most ROWS_PER_BATCH rows. Uniform weights are ``uniform_pooling``, one run.
+    """
+    from seqviz.models.classifiers import AttentionLSTMClassifier, uniform_pooling
+
+    if not isinstance(model, AttentionLSTMClassifier):
+        raise ValueError(f"the permutation test replaces an attention-lstm's pooling weights, not a "
+                         f"{type(model).__name__}'s")
+    if model.training:
+        raise ValueError("test a model in eval mode: dropout would make every probability a random draw")
+    permutations = int(permutations)
+    if permutations < 1:
+        raise ValueError("at least one permutation")
+    emails = [task.vocab.encode(list(e.tokens)) for e in held_out_emails(task, limit)]
+    E = len(emails)
+    real = _pooled_log_probs(model, emails, [None] * E)  # (E, C)
+    predicted = real.argmax(axis=1) if E else np.zeros(0, dtype=int)  # (E,)
+    p_real = np.exp(real[np.arange(E), predicted])  # (E,)
+    uniform = _pooled_log_probs(model, emails, [uniform_pooling] * E)  # (E, C)
+    # Every (email, permutation) copy, in flat order: email b's K copies at rows b K .. b K + K − 1.
+    orders = [email_permutations(ids, permutations, seed) for ids in emails]  # E x (K, T_b)
+    rows = [(b, k) for b in range(E) for k in range(permutations)]
+    permuted = _pooled_log_probs(model, [emails[b] for b, _ in rows], [orders[b][k] for b, k in rows])  # (EK, C)
+    permuted = permuted.reshape(E, permutations, -1)  # (E, K, C)
+    moved = np.abs(np.exp(permuted[np.arange(E), :, predicted]) - p_real[:, None])  # (E, K)
+    changed = (permuted.argmax(axis=2) != predicted[:, None]).mean(axis=1) if E else np.zeros(0)  # (E,)
+    per_email = np.median(moved, axis=1) if E else np.zeros(0)  # (E,)
+    uniform_moved = np.abs(np.exp(uniform[np.arange(E), predicted]) - p_real)  # (E,)
+    max_attention = _max_attention(model, emails)  # (E,)
+
+    def share(x: np.ndarray) -> float | None:
+        return float(np.mean(x)) if E else None
+
+    def quantile(x: np.ndarray, q: float) -> float | None:
+        return float(np.quantile(x, q)) if E else None
+
+    return PermutationTest(
+        emails=E, permutations=permutations, seed=int(seed),
+        changed_any=share(changed > 0), changed_most=share(changed > 0.5),
+        median_difference=quantile(per_email, 0.5), p90_difference=quantile(per_email, 0.9),
+        uniform_changed=share(uniform.argmax(axis=1) != predicted) if E else None,
+        uniform_median_difference=quantile(uniform_moved, 0.5), uniform_p90_difference=quantile(uniform_moved, 0.9),
+        per_email_difference=per_email, per_email_changed=changed, uniform_difference=uniform_moved,
+        max_attention=max_attention)
+
+
+def _pooled_log_probs(model, emails: list[list[int]], poolings: list) -> np.ndarray:
+    """log p (R, C) of each email pooled with its own α (None), a pooling function (one for the whole list), or
+    a permutation (T_b,) of its real words' weights; ROWS_PER_BATCH rows at a time."""
+    out = []
+    with torch.inference_mode():
+        for start in range(0, len(emails), ROWS_PER_BATCH):
+            batch, how = emails[start : start + ROWS_PER_BATCH], poolings[start : start + ROWS_PER_BATCH]
+            ids, lengths = pad_batch(batch)  # (R, T), (R,)
+            if how[0] is None or callable(how[0]):
+                weights = how[0]
+            else:
+                index = np.tile(np.arange(ids.shape[1]), (len(batch), 1))  # (R, T): padding stays in place
+                for row, order in enumerate(how):
+                    index[row, : len(order)] = order
+                index_t = torch.from_numpy(index)
+
+                def weights(alpha: torch.Tensor, mask: torch.Tensor, index_t=index_t) -> torch.Tensor:
+                    return alpha.gather(1, index_t)  # (R, T): α'_j = α_π(j)
+
+            out.append(model(ids, lengths, weights).double().log_softmax(dim=-1).numpy())
+    return np.concatenate(out) if out else np.zeros((0, len(model.labels)))
+
+
+def _max_attention(model, emails: list[list[int]]) -> np.ndarray:
+    peaks = []
+    for start in range(0, len(emails), ROWS_PER_BATCH):
+        ids, lengths = pad_batch(emails[start : start + ROWS_PER_BATCH])
+        peaks.append(model.attention_weights(ids, lengths).max(axis=1))
+    return np.concatenate(peaks).astype(np.float64) if peaks else np.zeros(0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What "it" points back to, in the transformer classifier
+
+
+@dataclass(frozen=True)
+class PronounAttention:
+    """Where one word (its last occurrence) attends in every layer and head, beside the decision's measures."""
+
+    tokens: list[str]  # the email as the model read it
+    word: str  # the word asked about, as read
+    position: int  # its last occurrence, an index into tokens
+    weights: np.ndarray  # (L, N, T) what that word pays to every word, per layer and head; each row adds to 1
+    decision: ClassificationExplanation  # ŷ, p(ŷ) and every word's leave-one-out (and gradient) for it
+
+    @property
+    def strongest(self) -> np.ndarray:
+        """(L, N) the index of the word each layer's head pays most to."""
+        return self.weights.argmax(axis=-1)
+
+
+def pronoun_attention(model, vocab, tokens, word: str = "it") -> PronounAttention | None:
+    """The transformer classifier's attention from ``word``'s last occurrence to every word, every layer and
+    head (``attention_trace``'s row for it), and :func:`explain_classification` of the email.
+
+    None when the word is not among the tokens as the model read them (an unknown word reads as <unk>);
+    ValueError for a model that is not a transformer classifier.
+    """
+    from seqviz.models.classifiers import TransformerClassifier
+    from seqviz.text import tokenize
+
+    if not isinstance(model, TransformerClassifier):
+        raise ValueError(f"the attention of one word to every word is a transformer's, not a "
+                         f"{type(model).__name__}'s")
+    decision = explain_classification(model, vocab, tokens)
+    asked = tokenize(str(word))
+    if len(asked) != 1:
+        raise ValueError(f"ask about one word, not {str(word)!r:.40}")
+    where = [j for j, t in enumerate(decision.tokens) if t == asked[0]]
+    if not where:
+        return None
+    trace = model.attention_trace(tokens, vocab)  # (L, N, T, T)
+    return PronounAttention(tokens=trace.tokens, word=asked[0], position=where[-1],
+                            weights=trace.weights[:, :, where[-1], :].copy(), decision=decision)
+
+
 __all__ = [
     "ABLATIONS",
+    "ClassificationExplanation",
+    "HeldOutClassifierTaus",
     "HeldOutMatch",
     "HeldOutTaus",
+    "PermutationTest",
+    "PronounAttention",
     "TranslationExplanation",
     "ablation_mix",
+    "attends",
     "check_ablation",
+    "email_permutations",
+    "explain_classification",
+    "explain_emails",
     "explain_many",
     "explain_translation",
+    "held_out_classifier_taus",
+    "held_out_emails",
     "held_out_exact_match",
     "held_out_pairs",
     "held_out_taus",
@@ -386,6 +754,9 @@ __all__ = [
     "kendall_tau_rows",
     "mean_tau",
     "permutation_mix",
+    "permutation_test",
+    "pooled_attention",
+    "pronoun_attention",
     "translate_with",
     "uniform_weights",
 ]
