@@ -79,3 +79,9 @@ TRAIN_MAX_HEADS = 8  # attention heads of a transformer trained here
 TRAIN_BATCH_RANGE = (1, 256)  # examples per step
 TRAIN_LR_RANGE = (1e-5, 0.1)  # peak learning rate
 TRAIN_MAX_SEED = 2**31 - 1  # seeds 0 .. this
+
+# /explain: held-out figures are computed once per model (and cached by fingerprint), on this many held-out
+# sentences or emails, spread over their lengths: a few seconds of work per model (README, "Measured figures").
+EXPLAIN_HELD_OUT_SENTENCES = 40  # translations: τ per output word, and exact match with attention replaced
+EXPLAIN_HELD_OUT_EMAILS = 200  # the attention classifier: τ per email, and the permutation test
+EXPLAIN_PERMUTATIONS = 10  # shuffles of each email's attention weights in the permutation test

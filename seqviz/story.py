@@ -58,6 +58,11 @@ STORY: tuple[StoryPage, ...] = (
               {"self-attention": ("transformer",), "cross-attention": ("transformer-translator",),
                "throughput": ("plain", "additive", "dot", "transformer-translator"),
                "recurrent translator": ("dot",), "transformer translator": ("transformer-translator",)}),
+    StoryPage("app_pages/explain.py", "explain", "Attention as explanation", ":material/psychology_alt:",
+              "Does the output depend on what attention shows? Attention beside gradient and leave-one-out "
+              "importance, on your sentence and on held-out data, and the output with the weights replaced.",
+              {"explain-translation": ("additive", "transformer-translator"),
+               "explain-classifier": ("attention-lstm",), "pronoun": ("transformer",)}),
     StoryPage("app_pages/train.py", "train", "Train your own", ":material/model_training:",
               "Train a translator, a classifier or a memory model here, watch it learn, and use it on every "
               "page; the chapter's experiments are presets.",

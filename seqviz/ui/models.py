@@ -342,6 +342,20 @@ def _measure(fingerprint: str, _ck) -> dict:
     return task.evaluate(_ck.model)
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def _held_out_study(fingerprint: str, view: str, _ck) -> dict:
+    words = "\n".join(f"{name}:{' '.join(vocab.itos)}" for name, vocab in sorted(_ck.vocabularies.items()))
+    task = _task(_ck.task, hashlib.sha256(words.encode()).hexdigest(), _ck.vocabularies)
+    return views.get(view).held_out(_ck.model, task)
+
+
+def held_out_study(ref: ModelRef, view: str) -> dict:
+    """What the view ``view`` measures of the model on held-out data (its ``held_out``): once per model and server,
+    keyed by fingerprint, bounded by seqviz.limits, with a spinner while it runs."""
+    with st.spinner(f"Measuring {ref.label} on held-out data (once, then kept)…"):
+        return _held_out_study(ref.fingerprint, view, checkpoint(ref))
+
+
 def held_out(ref: ModelRef) -> dict:
     """The model's held-out metrics, from the same evaluation code on the same held-out data for every model.
 
