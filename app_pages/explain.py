@@ -132,10 +132,9 @@ if classifiers:
         texts["Your sentence"] = " ".join(tokens)
     for name, text in texts.items():
         emails[name] = models.trace(ref, "explain-classifier", tokenize(text))
-    for column, (name, explained) in zip(st.columns(len(emails)), emails.items(), strict=True):
-        with column:
-            st.markdown(f"**{name}**: {ui.escape_markdown(views.get('explain-classifier').summary(explained))}")
-            ui.show("explain-classifier", {name: explained}, f"explain-email-{ui.slug(name)}")
+    for name, explained in emails.items():
+        st.markdown(f"**{name}**: {ui.escape_markdown(views.get('explain-classifier').summary(explained))}")
+        ui.show("explain-classifier", {name: explained}, f"explain-email-{ui.slug(name)}")
     email_study = models.held_out_study(ref, "explain-classifier")
     ui.draw(views.get("explain-classifier").taus_figure({ref.label: email_study}, models.colours([ref])),
             "explain-email-taus")

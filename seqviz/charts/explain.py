@@ -16,28 +16,41 @@ ATTENTION, GRADIENT, LEAVE_ONE_OUT = "attention α", "gradient ‖∂ log p / �
 MEASURE_COLOURS = {ATTENTION: BLUE, GRADIENT: ORANGE, LEAVE_ONE_OUT: GREEN}
 
 
+SCALED = " (share of the largest)"  # a drawn column: the measure over its largest size, so every panel reads 0..1
+
+
 def importance_data(tokens: list[str], attention, gradient, leave_one_out) -> pd.DataFrame:
-    """One row per word: its attention weight (None: the model does not attend), gradient and leave-one-out."""
-    table_ = pd.DataFrame({"word": position_labels(tokens), GRADIENT: np.asarray(gradient, dtype=float),
-                           LEAVE_ONE_OUT: np.asarray(leave_one_out, dtype=float)})
+    """One row per word: its attention weight (None: the model does not attend), gradient and leave-one-out, and
+    each over its largest size (what the panels draw: their units differ, and only their order matters to τ)."""
+    columns = {"word": position_labels(tokens)}
     if attention is not None:
-        table_.insert(1, ATTENTION, np.asarray(attention, dtype=float))
-    return table_
+        columns[ATTENTION] = np.asarray(attention, dtype=float)
+    columns[GRADIENT] = np.asarray(gradient, dtype=float)
+    columns[LEAVE_ONE_OUT] = np.asarray(leave_one_out, dtype=float)
+    for measure in (ATTENTION, GRADIENT, LEAVE_ONE_OUT):
+        if measure in columns:
+            values = columns[measure]
+            largest = float(np.abs(values).max()) if values.size else 0.0
+            columns[measure + SCALED] = values / largest if largest > 0 else values
+    return pd.DataFrame(columns)
 
 
 def importance_chart(measures: tuple[str, ...] = (ATTENTION, GRADIENT, LEAVE_ONE_OUT), title: str = ""
                      ) -> alt.HConcatChart:
     """One panel per measure, the words down the side: does attention rank the words as the output's own
-    sensitivity does? (a template of ``importance_data``; each panel has its own scale, their units differ)."""
+    sensitivity does? (a template of ``importance_data``; each panel draws its measure over its largest size, the
+    tooltips give the numbers themselves; leave-one-out below zero: the word was in the way)."""
     panels = []
     for number, measure in enumerate(measures):
         axis = alt.Axis(labelOverlap=False, labelLimit=160) if number == 0 else None  # the words once, on the left
         panels.append(alt.Chart().mark_bar(color=MEASURE_COLOURS[measure]).encode(
             y=alt.Y("word:N", sort="ascending", title=None, axis=axis),
-            x=alt.X(f"{measure}:Q", title=measure),
-            tooltip=[alt.Tooltip("word:N"), alt.Tooltip(f"{measure}:Q", format=".3f")],
-        ).properties(height=alt.Step(18), width=150))
-    chart = alt.hconcat(*panels, data=table(), spacing=8)
+            x=alt.X(f"{measure}{SCALED}:Q", title=measure, scale=alt.Scale(domain=[-1, 1] if measure == LEAVE_ONE_OUT
+                                                                           else [0, 1]),
+                    axis=alt.Axis(tickCount=3, format="~g")),
+            tooltip=[alt.Tooltip("word:N"), alt.Tooltip(f"{measure}:Q", format=".3g")],
+        ).properties(height=alt.Step(18), width=140))
+    chart = alt.hconcat(*panels, data=table(), spacing=16)
     return chart.properties(title=title) if title else chart
 
 
@@ -95,10 +108,10 @@ def ablation_chart(models: tuple[str, ...]) -> alt.LayerChart:
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("attention weights:N"),
                  alt.Tooltip("exact match:Q", format=".1%")],
     )
-    text = base.mark_text(align="left", dx=3, fontSize=11, color=LABEL_GREY).encode(
-        text=alt.Text("exact match:Q", format=".0%"))
+    text = base.mark_text(align="left", dx=3, fontSize=11).encode(
+        text=alt.Text("exact match:Q", format=".0%"), color=alt.value(LABEL_GREY))
     return alt.layer(base.mark_bar(), text, data=table()).properties(
-        height=alt.Step(60), title="Held-out exact match when attention is replaced")
+        height=alt.Step(48), title="Held-out exact match when attention is replaced")
 
 
 def pronoun_data(tokens: list[str], weights, word: str) -> pd.DataFrame:
@@ -109,7 +122,7 @@ def pronoun_data(tokens: list[str], weights, word: str) -> pd.DataFrame:
     return heatmap_data(weights.reshape(layers * heads, -1), rows, position_labels(tokens), "weight")
 
 
-def pronoun_chart(word: str = "it", cell: int = 16) -> alt.LayerChart:
+def pronoun_chart(word: str = "it", cell: int = 18) -> alt.LayerChart:
     """Where ``word`` looks in each layer and head (a template of ``pronoun_data``)."""
     return heatmap(value="weight", row_title="", col_title=f"word “{word}” attends to", cell=cell,
                    title=f"Where “{word}” looks, every layer and head")
