@@ -1,0 +1,80 @@
+"""/explain: attention beside what the output depended on, for translators and for the attention classifier."""
+
+import re
+from pathlib import Path
+
+from checkpoint_files import tiny_checkpoint
+from conftest import all_text, set_sentence
+
+from seqviz import zoo
+from seqviz.analysis.explain import explain_classification, explain_translation
+from seqviz.data.emails import CHAPTER_EMAILS
+from seqviz.text import tokenize
+
+PAGE = "app_pages/explain.py"
+
+
+def plain(at) -> str:
+    return all_text(at).replace("\\", "")
+
+
+def test_the_sentences_numbers_on_screen_are_the_analysis_numbers(open_page):
+    at = open_page(PAGE, s="where is my order ?")
+    text = plain(at)
+    for name in ("additive", "transformer-translator"):
+        checkpoint = zoo.load(name)
+        explained = explain_translation(checkpoint.model, checkpoint.vocabularies, "where is my order ?".split())
+        assert (f"{name} writes “{' '.join(explained.out_tokens)}”. Mean τ over its words: against the gradient "
+                f"{explained.mean_tau_gradient:+.2f}, against leave-one-out "
+                f"{explained.mean_tau_leave_one_out:+.2f}") in text.replace("*", "")
+    classifier = zoo.load("attention-lstm")
+    email = explain_classification(classifier.model, classifier.vocabularies["tokens"], tokenize(CHAPTER_EMAILS[0][0]))
+    assert f"Email A: It says {email.predicted} (p = {email.p_predicted:.5f})" in text.replace("*", "")
+    for heading in ("1. A translator", "2. The same over held-out", "3. Does the output depend", "4. An email",
+                    "The permutation test", "5. What “it” points back to", "What these models say"):
+        assert heading in text
+    assert "nan" not in text.lower().split()
+
+
+def test_charts_and_takeaway(open_page):
+    at = open_page(PAGE)
+    # the word's three measures, τ held out, attention replaced, 3 emails' measures, the emails' τ, 2 × ("it", decision)
+    assert len(at.get("vega_lite_chart")) == 11
+    text = plain(at).replace("*", "")
+    assert re.search(r"additive: its attention ranks the source words (much as|somewhat as|unlike)", text)
+    assert re.search(r"attention-lstm: its attention ranks an email's words", text)
+    assert re.search(r"Email A: \d of the transformer's 4 last-layer heads point “it” at", text)
+    assert re.search(r"Its team changes under at least one shuffle for \d+% of the emails", text)
+
+
+def test_moving_through_the_output_words(open_page):
+    at = open_page(PAGE, s="my red phone never arrived .")
+    at.select_slider(key="explainword").set_value(1).run()
+    assert not at.exception
+    assert "Writing “téléphone”" in plain(at)
+    at.radio(key="explainmodel").set_value("transformer-translator").run()
+    assert not at.exception
+    assert "Writing “téléphone”" in plain(at) and at.get("vega_lite_chart")
+
+
+def test_one_word_leaves_tau_undefined_never_nan(open_page):
+    at = open_page(PAGE)
+    set_sentence(at, "parcel")
+    text = plain(at)
+    assert "undefined" in text
+    assert "nan" not in text.lower().replace("nan\u00e7", "").split()
+
+
+def test_a_visitors_translator_works_on_the_page():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=240)
+    at.run()
+    at.sidebar.file_uploader[0].upload("tiny-dot.safetensors", tiny_checkpoint("dot-translator")).run()
+    at.switch_page(PAGE).run()
+    picker = at.multiselect(key="explain-translation")
+    assert picker.options[0] == "tiny-dot (yours)"
+    picker.set_value(["tiny-dot (yours)"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = plain(at).replace("*", "")
+    assert "tiny-dot (yours) writes" in text and "tiny-dot (yours): median τ against the gradient" in text
