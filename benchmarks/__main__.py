@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "benchmarks" / "report.md"
 REPORT_JSON = ROOT / "benchmarks" / "report.json"
 BROWSER = ("typing", "widgets", "cpu", "growth", "cold")  # benchmarks/browser.py
-SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER, "translators")
+SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER, "explain", "translators")
 OPTIONAL: tuple[str, ...] = ()  # sections measured only when named in --sections (none now)
 
 
@@ -167,6 +167,11 @@ def main() -> None:
             previous = None
         figures["browser"] = browser.measure(plan, parts)
         report.append(browser.markdown(figures["browser"], previous))
+    if "explain" in sections:
+        from benchmarks import explain
+
+        figures["explain"] = explain.measure(quick=args.quick)
+        report.append(explain.markdown(figures["explain"]))
     if "translators" in sections:
         from benchmarks import translators
 
