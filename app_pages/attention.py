@@ -94,15 +94,8 @@ st.markdown(
 def one_step(stepwise: dict) -> None:
     """Picking another output word (or translator) reruns only this part."""
     st.subheader("One step, read like the worked example")
-    label = next(iter(stepwise))
-    if len(stepwise) > 1:
-        label = st.radio("Translator", list(stepwise), horizontal=True, key="stepmodel", bind="query-params",
-                         on_change=ui.rerun_part(STEP))
+    label, picked_step = ui.output_word(stepwise, STEP, "stepmodel", "step")
     trace = stepwise[label]
-    words = charts.position_labels(trace.out_tokens)
-    picked_step = st.select_slider("Output word", options=list(range(len(words))),
-                                   format_func=words.__getitem__, key="step", bind="query-params",
-                                   on_change=ui.rerun_part(STEP))
     step = trace.steps[min(picked_step, len(trace.steps) - 1)]
     st.markdown(f"**Writing “{ui.escape_markdown(step.output_token)}”**")
     ui.show("attention-step", {label: trace}, "attention-step", step=picked_step)

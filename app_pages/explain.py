@@ -51,15 +51,8 @@ def ranks(agree) -> str:
 @ui.part(STEP)
 def one_word(explained: dict) -> None:
     """Picking another output word (or translator) reruns only this part."""
-    label = next(iter(explained))
-    if len(explained) > 1:
-        label = st.radio("Translator", list(explained), horizontal=True, key="explainmodel", bind="query-params",
-                         on_change=ui.rerun_part(STEP))
+    label, step = ui.output_word(explained, STEP, "explainmodel", "explainword")
     trace = explained[label]
-    words = charts.position_labels(trace.out_tokens)
-    step = st.select_slider("Output word", options=list(range(len(words))), format_func=words.__getitem__,
-                            key="explainword", bind="query-params", on_change=ui.rerun_part(STEP))
-    step = min(step, len(words) - 1)
     st.markdown(f"**Writing “{ui.escape_markdown(trace.out_tokens[step])}”**: attention against the gradient "
                 f"τ = {tau_text(trace.tau_gradient[step])}, against leave-one-out "
                 f"τ = {tau_text(trace.tau_leave_one_out[step])}.")

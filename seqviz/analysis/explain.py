@@ -163,7 +163,8 @@ def explain_many(
     if any(not s for s in sources):
         raise ValueError("The sentence has no words to translate: type at least one word.")
     measured: list[tuple[np.ndarray, ...] | None] = [None] * len(sources)
-    for chunk in _chunks([i for i, o in enumerate(outputs) if o], sources, outputs):
+    # each pair needs the larger of its two passes: U copies for the gradient, T + 1 for leave-one-out
+    for chunk in _chunks({i: max(len(o), len(sources[i]) + 1) for i, o in enumerate(outputs) if o}):
         for i, arrays in zip(chunk, _measure(model, [sources[i] for i in chunk], [outputs[i] for i in chunk],
                                              unk_id), strict=True):
             measured[i] = arrays
@@ -179,12 +180,11 @@ def explain_many(
     return explanations
 
 
-def _chunks(picked: list[int], sources, outputs) -> list[list[int]]:
-    """Pairs (indices into sources) grouped, in order, so that each group's copies fit ROWS_PER_BATCH."""
+def _chunks(rows_needed: dict[int, int]) -> list[list[int]]:
+    """Items (index -> the rows of copies they need), in order, grouped so that each group fits ROWS_PER_BATCH."""
     chunks: list[list[int]] = []
     rows = 0
-    for i in picked:
-        need = max(len(outputs[i]), len(sources[i]) + 1)  # the larger of its two passes
+    for i, need in rows_needed.items():
         if chunks and rows + need <= ROWS_PER_BATCH:
             chunks[-1].append(i)
             rows += need
@@ -465,7 +465,7 @@ def explain_emails(
         raise ValueError("The email has no words to read: type at least one word.")
     labels = tuple(model.labels)
     explanations: list[ClassificationExplanation] = []
-    for chunk in _email_chunks(emails):
+    for chunk in _chunks({i: len(ids) + 1 for i, ids in enumerate(emails)}):  # T + 1 copies each
         measured = _measure_emails(model, [emails[i] for i in chunk], unk_id)
         for i, (probs, attention, gradient, loo) in zip(chunk, measured, strict=True):
             top = int(np.argmax(probs))
@@ -476,21 +476,6 @@ def explain_emails(
                 tau_gradient=kendall_tau(attention, gradient) if attention is not None else None,
                 tau_leave_one_out=kendall_tau(attention, loo) if attention is not None else None))
     return explanations
-
-
-def _email_chunks(emails: list[list[int]]) -> list[list[int]]:
-    """Indices of the emails, in order, grouped so that each group's T + 1 copies fit ROWS_PER_BATCH."""
-    chunks: list[list[int]] = []
-    rows = 0
-    for i, ids in enumerate(emails):
-        need = len(ids) + 1
-        if chunks and rows + need <= ROWS_PER_BATCH:
-            chunks[-1].append(i)
-            rows += need
-        else:
-            chunks.append([i])
-            rows = need
-    return chunks
 
 
 def _measure_emails(model, emails: list[list[int]], unk_id: int) -> list[tuple]:

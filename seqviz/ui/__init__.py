@@ -108,6 +108,19 @@ def rerun_part(*keys: str) -> Callable[[], None]:
     return lambda: st.rerun([*keys, SHARE_PART])
 
 
+def output_word(traces: dict, part_key: str, model_key: str, word_key: str) -> tuple[str, int]:
+    """Inside the part ``part_key``: a translator (a radio, when there are several) and one of the words it wrote
+    (a slider), both bound to the address; returns the translator's label and the word's index."""
+    label = next(iter(traces))
+    if len(traces) > 1:
+        label = st.radio("Translator", list(traces), horizontal=True, key=model_key, bind="query-params",
+                         on_change=rerun_part(part_key))
+    words = charts.position_labels(traces[label].out_tokens)
+    step = st.select_slider("Output word", options=list(range(len(words))), format_func=words.__getitem__,
+                            key=word_key, bind="query-params", on_change=rerun_part(part_key))
+    return label, min(step, len(words) - 1)
+
+
 def share_box(url_path: str) -> None:
     """The address of this page with the current sentence and settings, ready to copy.
 
