@@ -126,8 +126,9 @@ def pytest_collection_modifyitems(items):
 
 def pytest_collection_finish(session):
     jobs = session.config.stash.setdefault(_JOBS, {})
-    if session.config.option.collectonly:
-        return
+    if session.config.option.collectonly or (session.testsfailed
+                                             and not session.config.option.continue_on_collection_errors):
+        return  # nothing will run
     if os.geteuid() == 0 and any(_needs_images(item) for item in session.items):
         jobs["images"] = Background("images", ["sh", "-c", IMAGES_COMMAND])
     for item in session.items:
