@@ -119,8 +119,8 @@ def form():
     low, high = limits.TRAIN_WIDTH_RANGE
     sizes = st.columns(4)
     size_help = {"embedding": "numbers per word vector (a transformer's d_model)",
-                 "hidden": "numbers in the recurrent memory, per direction for a translator's encoder "
-                           "(a transformer's feed-forward width)",
+                 "hidden": "numbers in the recurrent memory, per direction where it reads both ways (a "
+                           "translator's encoder, the attention-pooled classifier); a transformer's feed-forward width",
                  "heads": "attention heads per layer", "layers": "layers (a transformer's blocks, encoder and "
                                                                  "decoder each)"}
     bounds = {"embedding": (low, high), "hidden": (low, high), "heads": (1, limits.TRAIN_MAX_HEADS),
