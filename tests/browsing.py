@@ -8,6 +8,7 @@ Screenshots go to test-output/screenshots/ for a person to look at.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -50,8 +51,18 @@ def assert_no_exception(pg) -> None:
     assert pg.locator("[data-testid=stException]").count() == 0, "a Streamlit exception box is on the page"
 
 
+FULL_SCREENSHOTS = os.environ.get("SEQVIZ_FULL_SCREENSHOTS") == "1"  # scripts/refresh-screenshots sets it
+
+
 def full_page_screenshot(pg, name: str) -> Path:
-    """Streamlit scrolls inside its main container, so grow the viewport to the content's height first."""
+    """A screenshot of the page for people to look at (test-output/screenshots/): the whole page when
+    SEQVIZ_FULL_SCREENSHOTS=1 (scripts/refresh-screenshots), else the screen as the visitor sees it. Streamlit
+    scrolls inside its main container, so a whole page means growing the viewport to the content's height and
+    letting every chart redraw at that size: seconds per page, a minute or more of the suite."""
+    path = SHOTS / f"{name}.png"
+    if not FULL_SCREENSHOTS:
+        pg.screenshot(path=str(path))
+        return path
     height = pg.evaluate(
         "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stSidebar] > div')]"
         ".map(e => e.scrollHeight), document.body.scrollHeight)")
@@ -59,7 +70,6 @@ def full_page_screenshot(pg, name: str) -> Path:
     pg.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, 12_000)})
     pg.wait_for_timeout(500)
     wait_for_app(pg)
-    path = SHOTS / f"{name}.png"
     pg.screenshot(path=str(path), full_page=True)
     pg.set_viewport_size(size)
     return path
