@@ -8,6 +8,7 @@ app call :func:`configure_torch` once, at start.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 _configured = False
@@ -36,3 +37,13 @@ def configure_torch(threads: int = 1) -> None:
 def is_configured() -> bool:
     """Whether :func:`configure_torch` has run in this process."""
     return _configured
+
+
+def give_memory_back() -> None:
+    """Hand the heap memory that a large computation freed back to the OS (glibc only; elsewhere it does nothing).
+    glibc keeps freed memory in the thread's malloc arena otherwise: a training run's on a worker, a held-out
+    study's in the web server (seqviz.ui.models)."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)

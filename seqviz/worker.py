@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seqviz import limits
+from seqviz.runtime import give_memory_back
 
 PHASES = {
     "cluster": "starting the training workers (the server's first run)",
@@ -198,7 +199,7 @@ def train_on_worker(run_id: str, spec, snapshot_fn, snapshot_every_s: float, max
         if thread_name:
             _name_os_thread(thread_name)
         gc.collect()
-        _give_memory_back()
+        give_memory_back()
 
 
 def _train(link: _Link, spec, snapshot_fn, snapshot_every_s: float, max_seconds: float) -> dict:
@@ -322,12 +323,3 @@ def _name_os_thread(name: str) -> str | None:
     except OSError:
         return None
     return before
-
-
-def _give_memory_back() -> None:
-    """Hand the heap memory that a run freed back to the OS (glibc only; elsewhere it does nothing): glibc keeps
-    freed memory in the training thread's malloc arena otherwise (about 170 MB after the largest preset)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)

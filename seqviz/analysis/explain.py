@@ -36,7 +36,7 @@ from seqviz.tasks import pad_batch, token_matches
 from seqviz.text import UNK
 
 ABLATIONS = ("none", "uniform", "permuted")  # what held_out_exact_match and translate_with may replace α by
-ROWS_PER_BATCH = 512  # rows of one batched teacher-forced pass (copies of sentences), to bound its memory
+ROWS_PER_BATCH = 128  # rows of one batched teacher-forced pass (copies of sentences): bounds its memory
 
 
 # ---------------------------------------------------------------------------------------------------------

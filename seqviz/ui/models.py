@@ -345,8 +345,13 @@ def _measure(fingerprint: str, _ck) -> dict:
 @st.cache_data(max_entries=64, show_spinner=False)
 def _held_out_study(fingerprint: str, view: str, _ck) -> dict:
     words = "\n".join(f"{name}:{' '.join(vocab.itos)}" for name, vocab in sorted(_ck.vocabularies.items()))
+    from seqviz.runtime import give_memory_back
+
     task = _task(_ck.task, hashlib.sha256(words.encode()).hexdigest(), _ck.vocabularies)
-    return views.get(view).held_out(_ck.model, task)
+    try:
+        return views.get(view).held_out(_ck.model, task)
+    finally:
+        give_memory_back()  # the batched passes' freed memory, back to the OS
 
 
 def held_out_study(ref: ModelRef, view: str) -> dict:
