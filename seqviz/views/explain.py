@@ -19,6 +19,12 @@ from seqviz.views.base import Figure, View
 from seqviz.views.translation import Translator
 
 
+def _taus_figure(held_out: dict[str, dict], colours: dict[str, str], unit: str) -> Figure:
+    taus = {label: {"attention vs gradient": h["taus"].gradient,
+                    "attention vs leave-one-out": h["taus"].leave_one_out} for label, h in held_out.items()}
+    return Figure(charts.tau_chart, charts.tau_data(taus), (colours,), {"unit": unit})
+
+
 def _tau(value) -> str:
     return "undefined" if value is None else f"{value:+.2f}"
 
@@ -64,10 +70,8 @@ class ExplainTranslation(Translator):
 
     @staticmethod
     def taus_figure(held_out: dict[str, dict], colours: dict[str, str]) -> Figure:
-        """The held-out τ histograms of several models (label -> held_out())."""
-        taus = {label: {"attention vs gradient": h["taus"].gradient,
-                        "attention vs leave-one-out": h["taus"].leave_one_out} for label, h in held_out.items()}
-        return Figure(charts.tau_chart, charts.tau_data(taus), (colours,), {"unit": "output words"})
+        """The held-out τ histograms of several models (label -> held_out()), one τ per output word."""
+        return _taus_figure(held_out, colours, "output words")
 
     @staticmethod
     def ablation_figure(held_out: dict[str, dict]) -> Figure:
@@ -133,9 +137,8 @@ class ExplainClassifier(View):
 
     @staticmethod
     def taus_figure(held_out: dict[str, dict], colours: dict[str, str]) -> Figure:
-        taus = {label: {"attention vs gradient": h["taus"].gradient,
-                        "attention vs leave-one-out": h["taus"].leave_one_out} for label, h in held_out.items()}
-        return Figure(charts.tau_chart, charts.tau_data(taus), (colours,), {"unit": "emails"})
+        """The held-out τ histograms of several models (label -> held_out()), one τ per email."""
+        return _taus_figure(held_out, colours, "emails")
 
 
 class Pronoun(View):

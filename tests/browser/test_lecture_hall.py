@@ -192,9 +192,12 @@ def test_two_visitors_on_two_servers_and_one_server_lost(hall, hall_browser, tmp
         dead = _run(["podman", "kill", hall.container(theirs)], 60, env=hall.env)
         assert dead.returncode == 0, dead.stderr
         # Their page reconnects, through the balancer, to the only server left: a fresh session that works.
-        while len(second_sockets) == sockets_before:
-            assert time.monotonic() < killed + 90, "the page never opened a new websocket"
+        for _ in range(360):  # look for 90 s, on the page's own clock (its events arrive while it waits)
+            if len(second_sockets) > sockets_before:
+                break
             second.wait_for_timeout(250)
+        else:
+            pytest.fail("the page never opened a new websocket")
         reconnected_s = second_sockets[-1] - killed
         wait_for_app(second)
         type_sentence(second, "my parcel never came")

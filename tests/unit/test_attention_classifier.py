@@ -17,6 +17,7 @@ from seqviz.models.classifiers import (
     replay_attention_pooling,
     uniform_pooling,
 )
+from seqviz.tasks import pad_batch
 from seqviz.text import Vocab
 from seqviz.traces import ClassifierTrace, PooledAttentionTrace
 
@@ -40,12 +41,7 @@ def tiny(vocab: Vocab, **fields):
 
 
 def batch_of(vocab: Vocab, sentences):
-    ids = [vocab.encode(s) for s in sentences]
-    lengths = torch.tensor([len(s) for s in ids])
-    padded = torch.zeros(len(ids), int(lengths.max()), dtype=torch.long)
-    for row, seq in enumerate(ids):
-        padded[row, : len(seq)] = torch.tensor(seq)
-    return padded, lengths
+    return pad_batch([vocab.encode(s) for s in sentences])  # ids (B, T), lengths (B,)
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["bidirectional", "one-way"])

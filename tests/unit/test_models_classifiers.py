@@ -10,6 +10,7 @@ from torch import nn
 from seqviz.models import FAMILIES, build, family_of, num_parameters
 from seqviz.models.bow import NaiveBayesClassifier, NaiveBayesConfig
 from seqviz.models.classifiers import lstm_gate_trace
+from seqviz.tasks import pad_batch
 from seqviz.text import Vocab
 from seqviz.traces import ClassifierTrace, LSTMGateTrace, SelfAttentionTrace
 
@@ -36,12 +37,7 @@ def tiny(family: str, vocab: Vocab):
 
 
 def batch_of(vocab: Vocab, sentences):
-    ids = [vocab.encode(s) for s in sentences]
-    lengths = torch.tensor([len(s) for s in ids])
-    padded = torch.zeros(len(ids), int(lengths.max()), dtype=torch.long)
-    for row, seq in enumerate(ids):
-        padded[row, : len(seq)] = torch.tensor(seq)
-    return padded, lengths
+    return pad_batch([vocab.encode(s) for s in sentences])  # ids (B, T), lengths (B,)
 
 
 @pytest.mark.parametrize("family", TORCH_FAMILIES)
