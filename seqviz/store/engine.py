@@ -1,0 +1,187 @@
+"""Where the lab store lives and how it is reached: one engine per process, its schema brought up to date.
+
+- **Default: a SQLite file**, ``seqviz.db`` in the data folder: ``SEQVIZ_DATA_DIR`` when set, else
+  ``~/.local/share/seqviz`` (``$XDG_DATA_HOME/seqviz``). Nothing to set up; WAL mode (readers never wait for
+  the writer), a busy timeout (a writer waits its turn instead of failing with "database is locked"),
+  foreign keys on (a forgotten lab takes its models and runs with it).
+- **PostgreSQL by one setting**: ``SEQVIZ_DATABASE_URL=postgresql+psycopg://user:password@host/db`` (the lecture
+  hall). Any SQLAlchemy URL works there; the tests run the store on both.
+
+The web server, its training workers and the command line read the same settings, so they find one store.
+Every write happens in a transaction (:func:`transaction`); a database that cannot be reached raises
+:class:`StoreUnavailable` with a sentence a teacher can act on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import sessionmaker
+
+from seqviz import limits
+
+URL_ENV = "SEQVIZ_DATABASE_URL"
+DATA_DIR_ENV = "SEQVIZ_DATA_DIR"
+
+
+class StoreUnavailable(RuntimeError):
+    """The lab store cannot be read or written now; the message says why, in words."""
+
+
+def data_dir(env: dict | None = None) -> Path:
+    """The folder of the default SQLite store (and nothing else): SEQVIZ_DATA_DIR, else the XDG data folder."""
+    env = os.environ if env is None else env
+    chosen = env.get(DATA_DIR_ENV, "").strip()
+    if chosen:
+        return Path(chosen).expanduser()
+    base = env.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
+    return Path(base) / "seqviz"
+
+
+def database_url(env: dict | None = None) -> str:
+    """SEQVIZ_DATABASE_URL, else the SQLite file in :func:`data_dir`."""
+    env = os.environ if env is None else env
+    url = env.get(URL_ENV, "").strip()
+    return url or f"sqlite:///{data_dir(env) / 'seqviz.db'}"
+
+
+def describe(url: str) -> str:
+    """Where the store is, for messages: the SQLite file's path, or the server without its password."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # a malformed setting
+        return f"the database named by {URL_ENV} (it is not a database URL)"
+    if parsed.get_backend_name() == "sqlite":
+        return f"the SQLite file {parsed.database}"
+    return f"the {parsed.get_backend_name()} database {parsed.database} at {parsed.host}:{parsed.port or ''}"
+
+
+def _sqlite_pragmas(connection, _record) -> None:
+    connection.isolation_level = None  # pysqlite begins no transaction of its own: _sqlite_begin does
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={int(limits.STORE_BUSY_TIMEOUT_S * 1000)}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")  # WAL's safe setting: a crash loses no committed transaction
+    cursor.close()
+
+
+def _sqlite_begin(connection) -> None:
+    """A writing transaction takes SQLite's write lock as it begins (BEGIN IMMEDIATE), so it waits its turn under
+    the busy timeout; a deferred one that read first could only fail with "database is locked" when it writes."""
+    reading = connection.get_execution_options().get("seqviz_reading", False)
+    connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` with the store's settings (the SQLite folder is made when missing)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception as error:
+        raise StoreUnavailable(f"{URL_ENV} is not a database URL ({type(error).__name__}).") from error
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            try:
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise StoreUnavailable(f"The data folder for {describe(url)} cannot be made: {error.strerror}.") \
+                    from error
+        engine = create_engine(url, connect_args={"timeout": limits.STORE_BUSY_TIMEOUT_S, "check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5,
+                         pool_timeout=limits.STORE_BUSY_TIMEOUT_S,
+                         connect_args={"connect_timeout": max(1, int(limits.STORE_CONNECT_TIMEOUT_S))}
+                         if parsed.get_backend_name() == "postgresql" else {})
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database's schema up to the newest revision (Alembic), creating it on first use."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+class Database:
+    """One engine and its sessions; the schema is migrated once, on first use."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self._engine: Engine | None = None
+        self._sessions: sessionmaker | None = None
+        self._readers: sessionmaker | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self) -> Engine:
+        with self._lock:
+            if self._engine is None:
+                engine = make_engine(self.url)
+                try:
+                    migrate(engine)
+                except SQLAlchemyError as error:
+                    engine.dispose()
+                    raise unavailable(self.url, error) from error
+                except OSError as error:
+                    engine.dispose()
+                    raise StoreUnavailable(f"{describe(self.url)} cannot be used: {error}") from error
+                self._engine = engine
+                self._sessions = sessionmaker(engine, expire_on_commit=False)
+                self._readers = sessionmaker(engine.execution_options(seqviz_reading=True), expire_on_commit=False)
+            return self._engine
+
+    @contextlib.contextmanager
+    def transaction(self, reading: bool = False):
+        """A session whose work is committed whole at the end, or rolled back whole on any error. ``reading``: it
+        only reads (SQLite then takes no write lock)."""
+        self.engine  # noqa: B018  (connects and migrates on first use)
+        try:
+            with (self._readers if reading else self._sessions).begin() as session:
+                yield session
+        except SQLAlchemyError as error:
+            raise unavailable(self.url, error) from error
+
+    def dispose(self) -> None:
+        with self._lock:
+            if self._engine is not None:
+                self._engine.dispose()
+            self._engine = None
+
+
+def unavailable(url: str, error: Exception) -> StoreUnavailable:
+    """The store's error in words: where it is, and what the database said (its first line, no password)."""
+    said = str(getattr(error, "orig", None) or error).strip().splitlines()
+    detail = said[0][:200] if said else type(error).__name__
+    if "readonly" in detail.replace(" ", "").lower():
+        detail += " (the folder or file is read-only)"
+    elif "disk" in detail.lower() and "full" in detail.lower():
+        detail += " (the disk is full)"
+    return StoreUnavailable(f"{describe(url)} cannot be used now: {detail}")
+
+
+_databases: dict[str, Database] = {}
+_databases_lock = threading.Lock()
+
+
+def database(url: str | None = None) -> Database:
+    """The process's one Database for ``url`` (default: :func:`database_url`)."""
+    url = url or database_url()
+    with _databases_lock:
+        if url not in _databases:
+            _databases[url] = Database(url)
+        return _databases[url]

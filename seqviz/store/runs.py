@@ -1,0 +1,247 @@
+"""A lab's runs in the store, from submission to end: the record every tab of the lab, on any server, reads.
+
+The training worker writes a run's progress itself (:func:`begin`, :func:`report`, :func:`save_point`,
+:func:`end`), so a run on an external cluster lands in the store even while no web server is up, and a page
+anywhere reads the same record (:func:`states`). A page asks a run to stop (:func:`request_stop`); the worker
+reads that back with its next report.
+"""
+
+from __future__ import annotations
+
+import pickle
+import secrets
+import time
+from dataclasses import asdict
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+
+from seqviz import limits
+from seqviz.progress import ACTIVE, ENDED, PHASES, Control, Report, RunState
+from seqviz.store.engine import Database
+from seqviz.store.schema import Lab, Model, Run, Snapshot
+
+
+def create(db: Database, lab_id: str, spec, watch: dict | None = None, now: float | None = None) -> str:
+    """Record a new queued run of ``spec`` (a seqviz.runs.RunSpec) for the lab; returns its id."""
+    now = time.time() if now is None else now
+    run_id = secrets.token_hex(16)
+    with db.transaction() as session:
+        session.add(Run(id=run_id, lab_id=lab_id, name=spec.label, spec=asdict(spec), watch=watch, status="queued",
+                        step=0, steps=spec.steps_to_run, trained_s=0.0, losses=[], metric_history=[],
+                        stop_requested=False, attempts=0, saved_step=0, submitted_at=now, updated_at=now))
+    return run_id
+
+
+def counts(db: Database, lab_id: str | None = None) -> dict[str, int]:
+    """Runs queued and running, across the store (or of one lab)."""
+    query = select(Run.status, func.count(Run.id)).where(Run.status.in_(ACTIVE)).group_by(Run.status)
+    if lab_id is not None:
+        query = query.where(Run.lab_id == lab_id)
+    with db.transaction(reading=True) as session:
+        found = dict(session.execute(query).all())
+    return {status: int(found.get(status, 0)) for status in ACTIVE}
+
+
+def unfinished(db: Database) -> list[tuple[str, str, float]]:
+    """(id, status, updated_at) of every queued or running run, oldest first: what a cluster must be training."""
+    with db.transaction(reading=True) as session:
+        return [tuple(row) for row in session.execute(
+            select(Run.id, Run.status, Run.updated_at).where(Run.status.in_(ACTIVE)).order_by(Run.submitted_at))]
+
+
+def begin(db: Database, run_id: str, worker: str | None, pid: int, now: float | None = None) -> dict | None:
+    """A worker takes the run up: it is running now. Returns what the worker needs (spec, watch, lab, saved point,
+    attempts) or None when there is nothing to train (ended, cancelled, gone)."""
+    now = time.time() if now is None else now
+    with db.transaction() as session:
+        run = session.get(Run, run_id, with_for_update=True)
+        if run is None or run.status in ENDED:
+            return None
+        if run.status == "queued" and run.stop_requested:
+            run.status, run.ended_at, run.updated_at = "cancelled", now, now
+            return None
+        run.attempts += 1
+        if run.attempts > 1:
+            run.note = (f"Its worker stopped at step {run.step}; it went on from its last saved point (step "
+                        f"{run.saved_step}) on another worker." if run.saved_state is not None else
+                        f"Its worker stopped at step {run.step} before a point was saved; it began again.")
+            run.step = run.saved_step
+            run.losses = [pair for pair in run.losses if pair[0] <= run.saved_step]
+            run.metric_history = [pair for pair in run.metric_history if pair[0] <= run.saved_step]
+        run.status, run.phase, run.worker, run.worker_pid, run.updated_at = "running", "starting", worker, pid, now
+        run.started_at = run.started_at or now
+        return {"spec": dict(run.spec), "watch": run.watch, "lab_id": run.lab_id, "saved_state": run.saved_state,
+                "saved_step": run.saved_step, "attempts": run.attempts, "stop": run.stop_requested}
+
+
+def report(db: Database, run_id: str, record: Report, now: float | None = None) -> Control:
+    """Append the worker's report to the run; returns whether to stop and when the lab last looked."""
+    now = time.time() if now is None else now
+    with db.transaction() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.status != "running":
+            return Control(stop=True, last_seen=None)
+        if record.losses:
+            run.losses = [*run.losses, *[[int(s), float(v)] for s, v in record.losses]]
+        if record.metrics:
+            run.metric_history = [*run.metric_history, *[[int(s), float(v)] for s, v in record.metrics]]
+        for name in ("phase", "step", "trained_s", "error", "stop_reason"):
+            value = getattr(record, name)
+            if value is not None and not (name == "stop_reason" and run.stop_reason):
+                setattr(run, name, value)
+        for step, data in record.snapshots:
+            session.add(Snapshot(run_id=run_id, step=int(step), data=data))
+        if record.snapshots:
+            _thin_snapshots(session, run_id)
+        run.updated_at = now
+        seen = session.scalar(select(Lab.last_seen_at).where(Lab.id == run.lab_id))
+        return Control(stop=bool(run.stop_requested), last_seen=seen)
+
+
+def _thin_snapshots(session, run_id: str) -> None:
+    """Keep at most TRAIN_MAX_SNAPSHOTS: when over, every other one goes, the newest kept."""
+    session.flush()
+    ids = list(session.scalars(select(Snapshot.id).where(Snapshot.run_id == run_id).order_by(Snapshot.step.desc(),
+                                                                                          Snapshot.id.desc())))
+    if len(ids) > limits.TRAIN_MAX_SNAPSHOTS:
+        session.execute(delete(Snapshot).where(Snapshot.id.in_(ids[1::2])))
+
+
+def save_point(db: Database, run_id: str, step: int, state: bytes) -> None:
+    """The run's latest saved point (seqviz.train.TrainState bytes): where it goes on from after a lost worker."""
+    with db.transaction() as session:
+        session.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+                        .values(saved_state=state, saved_step=int(step), updated_at=time.time()))
+
+
+def end(db: Database, run_id: str, status: str, *, step: int | None = None, metrics: dict | None = None,
+        train_seconds: float | None = None, trained_s: float | None = None, model_id: int | None = None,
+        headline: float | None = None, error: str | None = None, stop_reason: str | None = None) -> None:
+    """The run has ended (finished, stopped, failed or cancelled); its saved point is dropped."""
+    now = time.time()
+    with db.transaction() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.status in ENDED:
+            return
+        run.status, run.phase, run.ended_at, run.updated_at, run.saved_state = status, None, now, now, None
+        if step is not None:
+            run.step = step
+        if headline is not None:
+            run.metric_history = [*[p for p in run.metric_history if p[0] != run.step], [run.step, float(headline)]]
+        for name, value in (("metrics", metrics), ("train_seconds", train_seconds), ("trained_s", trained_s),
+                            ("model_id", model_id), ("error", error)):
+            if value is not None:
+                setattr(run, name, value)
+        if stop_reason and not run.stop_reason:
+            run.stop_reason = stop_reason
+        if status == "finished":
+            run.stop_reason = None
+        _prune(session, run.lab_id)
+
+
+def _prune(session, lab_id: str) -> None:
+    """A lab keeps its newest TRAIN_MAX_KEPT_PER_OWNER ended runs (their models stay in its models)."""
+    ended = list(session.scalars(select(Run.id).where(Run.lab_id == lab_id, Run.status.in_(ENDED))
+                                 .order_by(Run.submitted_at.desc())))
+    if len(ended) > limits.TRAIN_MAX_KEPT_PER_OWNER:
+        session.execute(delete(Run).where(Run.id.in_(ended[limits.TRAIN_MAX_KEPT_PER_OWNER:])))
+
+
+def request_stop(db: Database, lab_id: str, run_id: str) -> str | None:
+    """Ask the lab's run to stop: a queued one is cancelled at once; returns its status after, None if not found."""
+    now = time.time()
+    with db.transaction() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.lab_id != lab_id:
+            return None
+        if run.status == "queued":
+            run.status, run.ended_at, run.updated_at, run.stop_requested = "cancelled", now, now, True
+        elif run.status == "running" and not run.stop_requested:
+            run.stop_requested, run.updated_at = True, now
+            run.stop_reason = run.stop_reason or "asked"
+        return run.status
+
+
+def _spec(data: dict):
+    from seqviz.runs import RunSpec
+
+    return RunSpec(**data)
+
+
+def _snapshots(session, run_id: str) -> tuple[tuple[int, Any], ...]:
+    found = []
+    for step, data in session.execute(select(Snapshot.step, Snapshot.data).where(Snapshot.run_id == run_id)
+                                      .order_by(Snapshot.step, Snapshot.id)):
+        try:
+            found.append((step, pickle.loads(data)))
+        except Exception:  # a damaged snapshot is left out; the run's other records still show
+            continue
+    return tuple(found)
+
+
+def states(db: Database, lab_id: str, run_id: str | None = None, snapshots: bool = True) -> list[RunState]:
+    """The lab's runs (or one of them), newest first, with queue places among every queued run of the store."""
+    from seqviz.tasks import TASKS
+
+    with db.transaction(reading=True) as session:
+        query = select(Run).where(Run.lab_id == lab_id).order_by(Run.submitted_at.desc())
+        if run_id is not None:
+            query = query.where(Run.id == run_id)
+        rows = session.scalars(query).all()
+        queued = list(session.scalars(select(Run.id).where(Run.status == "queued").order_by(Run.submitted_at)))
+        fingerprints = dict(session.execute(select(Model.id, Model.fingerprint).where(
+            Model.id.in_([r.model_id for r in rows if r.model_id is not None]))).all())
+        now = time.time()
+        found = []
+        for run in rows:
+            try:
+                spec = _spec(run.spec)
+            except (TypeError, ValueError):  # a record from another version, or damaged: not shown
+                continue
+            active = run.status in ACTIVE
+            eta = None
+            if run.status == "running" and run.step > 0:
+                eta = max(0.0, min(run.trained_s / run.step * (run.steps - run.step),
+                                   limits.TRAIN_MAX_SECONDS - run.trained_s))
+            elif run.status in ENDED:
+                eta = 0.0
+            found.append(RunState(
+                id=run.id, name=run.name, spec=spec, status=run.status,
+                queue_position=queued.index(run.id) + 1 if run.id in queued else None,
+                step=run.step, steps=run.steps,
+                elapsed_s=0.0 if run.started_at is None else max(0.0, (run.ended_at or now) - run.started_at),
+                eta_s=eta, losses=tuple(tuple(p) for p in run.losses),
+                metric_name=TASKS[spec.task].headline_name if spec.task in TASKS else "held-out metric",
+                metric_history=tuple(tuple(p) for p in run.metric_history),
+                snapshots=_snapshots(session, run.id) if snapshots else (), stop_reason=run.stop_reason,
+                error=run.error, metrics=run.metrics, fingerprint=fingerprints.get(run.model_id),
+                train_seconds=run.train_seconds, submitted_at=run.submitted_at, started_at=run.started_at,
+                ended_at=run.ended_at, phase=PHASES.get(run.phase, run.phase) if active else None,
+                worker=run.worker, worker_pid=run.worker_pid, trained_s=run.trained_s, note=run.note,
+                attempts=run.attempts))
+        return found
+
+
+def paces(db: Database, limit: int = 200) -> list[tuple[dict, float, float]]:
+    """(spec, seconds per step, seconds outside training) of recent ended runs: for expected starts."""
+    with db.transaction(reading=True) as session:
+        rows = session.execute(select(Run.spec, Run.step, Run.train_seconds, Run.started_at, Run.ended_at)
+                               .where(Run.status.in_(("finished", "stopped")), Run.step > 0,
+                                      Run.train_seconds.is_not(None))
+                               .order_by(Run.ended_at.desc()).limit(limit)).all()
+    return [(spec, seconds / step, max(0.0, (ended or 0) - (started or 0) - seconds))
+            for spec, step, seconds, started, ended in rows]
+
+
+def running(db: Database) -> list[tuple[dict, int, int, float, float | None]]:
+    """(spec, step, steps, trained_s, started_at) of every running run: when their workers come free."""
+    with db.transaction(reading=True) as session:
+        return [tuple(row) for row in session.execute(
+            select(Run.spec, Run.step, Run.steps, Run.trained_s, Run.started_at).where(Run.status == "running"))]
+
+
+def queued_specs(db: Database) -> list[tuple[str, dict]]:
+    with db.transaction(reading=True) as session:
+        return [tuple(row) for row in session.execute(
+            select(Run.id, Run.spec).where(Run.status == "queued").order_by(Run.submitted_at))]

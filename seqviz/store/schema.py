@@ -1,0 +1,114 @@
+"""The lab store's tables (SQLAlchemy 2 ORM): labs and their keys, models, runs and their snapshots.
+
+A *lab* belongs to a browser: the browser keeps a random key (128 bits), the store keeps only its sha256
+(``lab_keys``); another device that joined the lab has a key of its own for the same lab. Everything a lab
+makes hangs off it with ``ON DELETE CASCADE``, so forgetting or purging a lab deletes its models, runs,
+snapshots, keys and transfer codes in one statement.
+
+Times are seconds since the epoch (``time.time()``), the clock the run pages already speak. This file is
+the schema as it is now; Alembic's revisions (``seqviz/store/migrations``) bring an older database to it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+KEY_HASH = String(64)  # sha256, hex
+ID = String(32)  # 128 random bits, hex
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Lab(Base):
+    __tablename__ = "labs"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    last_seen_at: Mapped[float] = mapped_column(Float, index=True)  # purge: labs idle too long go
+
+
+class LabKey(Base):
+    """One browser's key of a lab, hashed (a lab taken to another device has two)."""
+
+    __tablename__ = "lab_keys"
+
+    key_hash: Mapped[str] = mapped_column(KEY_HASH, primary_key=True)
+    lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class LabTransfer(Base):
+    """A short one-time code that joins another browser to a lab, hashed, until it expires."""
+
+    __tablename__ = "lab_transfers"
+
+    code_hash: Mapped[str] = mapped_column(KEY_HASH, primary_key=True)
+    lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id", ondelete="CASCADE"), index=True)
+    expires_at: Mapped[float] = mapped_column(Float)
+
+
+class Model(Base):
+    """A checkpoint a lab uploaded or trained: the file's bytes and what pickers show of it."""
+
+    __tablename__ = "models"
+    __table_args__ = (UniqueConstraint("lab_id", "fingerprint"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id", ondelete="CASCADE"), index=True)
+    fingerprint: Mapped[str] = mapped_column(KEY_HASH)  # checkpoints.fingerprint of data
+    name: Mapped[str] = mapped_column(String(200))
+    family: Mapped[str] = mapped_column(String(64))
+    task: Mapped[str | None] = mapped_column(String(64))
+    origin: Mapped[str] = mapped_column(String(32))  # "uploaded" or "trained here"
+    size: Mapped[int] = mapped_column(Integer)  # bytes of data
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class Run(Base):
+    """A training run from submission to end: its spec, where it is, its progress, its saved point, its model."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict] = mapped_column(JSON)  # seqviz.runs.RunSpec's fields
+    watch: Mapped[dict | None] = mapped_column(JSON)  # seqviz.worker.SnapshotView's fields
+    status: Mapped[str] = mapped_column(String(16), index=True)  # seqviz.progress.STATUSES
+    phase: Mapped[str | None] = mapped_column(String(32))
+    step: Mapped[int] = mapped_column(Integer, default=0)
+    steps: Mapped[int] = mapped_column(Integer)
+    trained_s: Mapped[float] = mapped_column(Float, default=0.0)  # seconds of training, by the worker's clock
+    losses: Mapped[list] = mapped_column(JSON, default=list)  # [[step, loss], ...]
+    metric_history: Mapped[list] = mapped_column(JSON, default=list)  # [[step, held-out metric], ...]
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    stop_reason: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(Text)  # one line for the visitor ("went on from step 340 ...")
+    metrics: Mapped[dict | None] = mapped_column(JSON)
+    train_seconds: Mapped[float | None] = mapped_column(Float)
+    model_id: Mapped[int | None] = mapped_column(ForeignKey("models.id", ondelete="SET NULL"))
+    worker: Mapped[str | None] = mapped_column(String(200))
+    worker_pid: Mapped[int | None] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # times a worker began it (2+: it went on)
+    saved_step: Mapped[int] = mapped_column(Integer, default=0)  # the step its saved point holds
+    saved_state: Mapped[bytes | None] = mapped_column(LargeBinary)  # seqviz.train.TrainState.to_bytes()
+    submitted_at: Mapped[float] = mapped_column(Float, index=True)
+    started_at: Mapped[float | None] = mapped_column(Float)
+    ended_at: Mapped[float | None] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)  # the last write of any kind (a worker's heartbeat)
+
+
+class Snapshot(Base):
+    """A "watch it learn" snapshot of a run: the view's trace of the sentence after ``step`` steps (pickled)."""
+
+    __tablename__ = "run_snapshots"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    step: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
