@@ -55,9 +55,25 @@ def test_an_unreachable_scheduler_makes_training_unavailable_and_says_why():
         manager.close()
 
 
+def test_slots_are_the_workers_train_resources():
+    """Runs are submitted with resources={"train": 1}: a worker without that resource takes none, whatever its
+    threads."""
+
+    class Scheduler:
+        def scheduler_info(self, n_workers=-1):
+            return {"workers": {"a": {"nthreads": 1, "resources": {"train": 1.0}},
+                                "b": {"nthreads": 4, "resources": {}}, "c": {"nthreads": 2}}}
+
+    cluster = Cluster(address="tcp://127.0.0.1:1")
+    assert cluster.slots() == 0  # not connected
+    cluster._client = Scheduler()
+    assert cluster.slots() == 1
+
+
 @pytest.fixture
 def loopback_cluster():
-    """`dask scheduler` and one `dask worker` (one thread) as separate processes on 127.0.0.1."""
+    """`dask scheduler` and one `dask worker` (one thread, one "train" resource) as separate processes on
+    127.0.0.1."""
     with separate_processes(workers=1) as (address, workers):
         yield address, workers[0]
 
