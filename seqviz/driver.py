@@ -13,7 +13,11 @@ calls it. What differs between the callers comes in as hooks:
 - ``progress(p)`` after every step and ``stop`` before every step (:func:`seqviz.train.train`'s own);
   "watch it learn" snapshots are taken from ``progress``, which gets the model as it learns;
 - ``finished(result)`` when training ends: False ends the run there, neither measured nor saved (a stopped zoo
-  model; a run whose visitor has gone).
+  model; a run whose visitor has gone);
+- ``save_state(state)`` every ``save_every_s`` seconds of training, and ``resume=state`` to go on from one (a lost
+  worker's run, on another worker): the recipe's model is built as always, the state is loaded into it, and the
+  weights end as an uninterrupted run's, bit for bit (:class:`seqviz.train.TrainState`). The learning-curve rows
+  measured so far travel in the state, so a resumed run keeps them and measures only the steps still to come.
 
 This module imports torch only when :func:`run` is called.
 """
@@ -138,11 +142,16 @@ def run(
     stop: Callable[[], bool] | Any | None = None,
     phase: Callable[[str], None] | None = None,
     finished: Callable[[Any], bool] | None = None,
+    resume: Any | None = None,
+    save_state: Callable[[Any], None] | None = None,
+    save_every_s: float = 5.0,
 ) -> Trained:
     """Build, train, measure and save ``recipe``'s model; the file goes to ``out`` when given (atomically).
 
     ``progress`` and ``stop`` are the training loop's; ``phase`` hears each phase begin; ``finished(result)``
-    returning False ends the run after training, unmeasured and unsaved.
+    returning False ends the run after training, unmeasured and unsaved. ``resume`` (a
+    :class:`seqviz.train.TrainState` of this recipe) goes on from a saved point; ``save_state`` gets one, with the
+    learning-curve rows so far, at most every ``save_every_s`` seconds of training (0: after every step).
     """
     from seqviz import checkpoints
     from seqviz.train import train
@@ -156,7 +165,7 @@ def run(
     enter("building")
     model = recipe.build(task)
     config = recipe.train_config()
-    curve: list[dict] = []
+    curve: list[dict] = [dict(row) for row in resume.curve] if resume is not None else []  # rows before the resume
 
     def measure_curve(p) -> None:
         if p.step in recipe.curve_steps:
@@ -165,8 +174,12 @@ def run(
         if progress is not None:
             progress(p)
 
+    def keep(state) -> None:  # the curve so far goes with the state (measure_curve ran before it was taken)
+        save_state(dataclasses.replace(state, curve=[dict(row) for row in curve]))
+
     enter("training")
-    result = train(model, task, config, progress=measure_curve if recipe.curve_steps else progress, stop=stop)
+    result = train(model, task, config, progress=measure_curve if recipe.curve_steps else progress, stop=stop,
+                   resume=resume, save_state=keep if save_state is not None else None, save_every_s=save_every_s)
     trained = Trained(model, task, result)
     if finished is not None and not finished(result):
         return trained
