@@ -27,20 +27,21 @@ def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
             {label: charts.model_colour(family)})
 
 
-def draw_run(run) -> None:
-    state = run.state()
+def draw_run(state) -> None:
     spec = state.spec
     st.markdown(f"#### {ui.escape_markdown(state.name)}")
     if state.status == "queued":
         st.info(training.queue_text(state), icon=":material/hourglass_top:")
         if st.button("Cancel", key=f"cancel-{state.id}"):
-            training.manager().cancel(training.owner(), state.id)
+            training.stop(state.id)
             st.rerun()
         return
+    if state.note:
+        st.caption(state.note)
     if state.status == "running":
         st.progress(state.step / max(1, state.steps), text=training.progress_text(state))
         if st.button("Stop training", key=f"stop-{state.id}", icon=":material/stop:"):
-            run.stop()
+            training.stop(state.id)
     elif state.status == "failed":
         st.error(f"Training failed: {state.error}", icon=":material/error:")
         return
@@ -49,7 +50,8 @@ def draw_run(run) -> None:
         return
     else:
         why = {"asked": "stopped when you asked", "time limit": "stopped at the time limit",
-               "session gone": "stopped"}.get(state.stop_reason or "", "finished")
+               "nobody looking": "stopped because nobody of your lab was looking"}.get(state.stop_reason or "",
+                                                                                      "finished")
         st.success(f"{why.capitalize()} after {state.step} steps and {state.train_seconds or 0:.0f} s of training: "
                    f"{state.metric_name} {state.metric:.1%}." if state.metric is not None else why.capitalize(),
                    icon=":material/check_circle:")
@@ -73,10 +75,14 @@ def draw_run(run) -> None:
         draw_snapshot(snapshot, state.name, spec.family, state.id)
     if state.ended and state.metrics:
         compare_with_shipped(state)
-        st.download_button("Download checkpoint", data=state.checkpoint or b"", file_name=f"{ui.slug(state.name)}"
-                           ".safetensors", mime="application/octet-stream", key=f"dl-run-{state.id}",
-                           icon=":material/download:", on_click="ignore")
-        st.caption("It is in *Your models* in the sidebar: pick it on any page that fits it.")
+        data = training.model_file(state.fingerprint) if state.fingerprint else None
+        if data is not None:
+            st.download_button("Download checkpoint", data=data, file_name=f"{ui.slug(state.name)}.safetensors",
+                               mime="application/octet-stream", key=f"dl-run-{state.id}",
+                               icon=":material/download:", on_click="ignore")
+            st.caption("It is in *Your models* in the sidebar: pick it on any page that fits it.")
+        else:
+            st.caption("Its model is no longer in *Your models* (it was removed).")
 
 
 def compare_with_shipped(state) -> None:
@@ -95,22 +101,20 @@ def compare_with_shipped(state) -> None:
     st.table(table, hide_index=True, border="horizontal")
 
 
-runs = training.my_runs()
+runs = training.my_runs(snapshots=False)
 active = any(run.status in ("queued", "running") for run in runs)
 
 
 @st.fragment(run_every=training.POLL_S if active else None)
 def panel() -> None:
     runs_now = training.my_runs()
-    # A run ended since the page last ran whole: its model joins Your models (the sidebar, every picker) and the
-    # page runs whole again, which also stops this polling. The sidebar's status line does the same, but only
-    # on a page that ran whole after the run began, and this page may not have.
-    if training.adopt_ended_runs(runs_now) or (active and not any(r.status in ("queued", "running")
-                                                                   for r in runs_now)):
+    # A run ended since the page last ran whole: its model is in Your models (the sidebar, every picker) and the
+    # page runs whole again, which also stops this polling.
+    if active and not any(r.status in ("queued", "running") for r in runs_now):
         st.rerun()
-    for run in runs_now:
+    for state in runs_now:
         with st.container(border=True):
-            draw_run(run)
+            draw_run(state)
 
 
 if runs:

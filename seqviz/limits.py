@@ -6,8 +6,8 @@ Pages and library code import these names; nothing else hard-codes a limit.
 import os
 
 
-def _seconds_from_env(name: str, default: float, low: float, high: float) -> float:
-    """``default``, or the environment variable ``name`` when it holds a number of seconds from low to high.
+def _number_from_env(name: str, default: float, low: float, high: float) -> float:
+    """``default``, or the environment variable ``name`` when it holds a number from low to high.
 
     Only for a test server (tests/load starts one that reaps closed tabs' runs within seconds); anything
     else in the variable (text, nan, out of range) is ignored and the default holds."""
@@ -32,9 +32,10 @@ TINY_RNN_MAX_INPUT_CHARS = 600  # characters of the typed input sequence
 VECTOR_RANGE = (-5.0, 5.0)  # each coordinate of the query and key vectors
 MAX_WORD_CHARS = 20  # a key's word label
 
-# A visitor's own models (uploaded or trained in their browser session).
+# A visitor's own models (uploaded or trained in their browser), kept in their lab (seqviz.store).
 MAX_UPLOAD_MB = 16  # a checkpoint file larger than this is refused before it is read (zoo files are < 1 MB)
-MAX_SESSION_MODELS = 8  # models one browser session keeps; more are refused until one is removed
+MAX_LAB_MODELS = 8  # models one lab keeps; more are refused until one is removed
+MAX_LAB_MB = 64  # bytes of checkpoints one lab keeps (the largest preset's file is about 3 MB)
 MAX_MODEL_NAME_CHARS = 48  # a model's name as shown in pickers and charts (longer ones end in …)
 
 # Models: how long a translation may run, and how large a model a checkpoint may describe.
@@ -44,6 +45,16 @@ MAX_MODEL_LAYERS = 8  # stacked layers of one kind
 MAX_MODEL_HEADS = 32  # attention heads per layer
 MAX_MODEL_POSITIONS = 4096  # max_len and max_position_shift of a transformer
 MAX_MODEL_LABELS = 64  # classes of a classifier
+
+
+# The lab store (seqviz.store): a lab belongs to a browser, which keeps its random key in a cookie.
+LAB_KEY_BYTES = 16  # 128 random bits per lab key (22 characters of URL-safe base64)
+LAB_KEEP_DAYS = _number_from_env("SEQVIZ_LAB_KEEP_DAYS", 30.0, 1.0, 3650.0)  # a lab idle this long is purged
+LAB_TRANSFER_MINUTES = 10  # a "take my lab to another device" code works once, for this long
+LAB_TRANSFER_CHARS = 10  # characters of that code (Crockford base32: 50 bits)
+LAB_SEEN_EVERY_S = 5.0  # a lab's "last seen" is written at most this often (pages look every few seconds)
+STORE_BUSY_TIMEOUT_S = 10.0  # a write waits this long for another's to end (SQLite) or for a connection
+STORE_CONNECT_TIMEOUT_S = 4.0  # seconds to reach a database server before the store is called unavailable
 
 
 def output_limit(source_tokens: int) -> int:
@@ -56,7 +67,7 @@ TRAIN_MAX_PARAMETERS = 600_000  # numbers one model may learn (the zoo's largest
 TRAIN_MAX_STEPS = 5000  # optimisation steps of one run
 TRAIN_MAX_SECONDS = 180.0  # a run still going after this many seconds of training is stopped (and kept)
 TRAIN_MAX_QUEUED = 60  # runs waiting for a training worker across the server (a class of 30, twice); more are refused
-TRAIN_MAX_ACTIVE_PER_OWNER = 1  # queued + training runs of one browser session (so one visitor cannot fill the queue)
+TRAIN_MAX_ACTIVE_PER_OWNER = 1  # queued + training runs of one lab (so one visitor cannot fill the queue)
 TRAIN_MAX_ACTIVE_PER_OWNER_MOST = 2  # the most a server may set TRAIN_MAX_ACTIVE_PER_OWNER to
 # Runs train in Dask worker processes (seqviz.cluster), as many at once as the cluster has worker threads. The app's
 # own cluster has one worker per core but one, and no more than memory allows: each worker is budgeted
@@ -65,13 +76,14 @@ TRAIN_MAX_ACTIVE_PER_OWNER_MOST = 2  # the most a server may set TRAIN_MAX_ACTIV
 TRAIN_WORKER_MB = 700
 TRAIN_WEB_MB = 600
 TRAIN_REPORT_EVERY_S = 0.5  # a worker sends its run's progress, and reads whether to stop, at most this often
-TRAIN_MAX_KEPT_PER_OWNER = 6  # runs (with their checkpoints) a session keeps; the oldest ended ones go first
+TRAIN_MAX_KEPT_PER_OWNER = 6  # ended runs (curves, snapshots) a lab keeps; the oldest go first (not their models)
+TRAIN_SAVE_EVERY_S = 5.0  # seconds of training between two saved points (model, optimiser, random states) of a run
 TRAIN_SNAPSHOT_EVERY_S = 3.0  # seconds of training between two "watch it learn" snapshots
 TRAIN_MAX_SNAPSHOTS = 40  # snapshots kept per run (thinned evenly when full)
-# A session silent this long, whose tab Streamlit no longer has connected, has gone: its runs are stopped and
-# freed (the reaper looks every min(5 s, a quarter of this)). SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (1 to 3600) sets it
-# for one server process: the load and fault tests start theirs with a few seconds instead of a minute.
-TRAIN_ORPHAN_TIMEOUT_S = _seconds_from_env("SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S", 60.0, 1.0, 3600.0)
+# A run is stopped (and keeps what it learned) when nobody of its lab has looked at any page for this long: the
+# lab's last-seen time, which every open tab of the lab writes while it polls. SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (1 to
+# 3600) sets it for one server process: the load and fault tests start theirs with a few seconds.
+TRAIN_ORPHAN_TIMEOUT_S = _number_from_env("SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S", 600.0, 1.0, 3600.0)
 TRAIN_EVAL_SHARE = 0.10  # at most this share of a run's time goes to measuring its held-out metric
 TRAIN_WIDTH_RANGE = (4, 256)  # embedding, hidden (and d_model, d_ff) of a model trained here
 TRAIN_MAX_LAYERS = 4  # layers of a model trained here

@@ -6,9 +6,9 @@ measurements is keyed by the fingerprint, so two visitors' models never collide,
 never takes a shipped model's place under its name.
 
 - Shipped models are the zoo's single-file checkpoints in ``assets/models/`` (:func:`shipped`).
-- A visitor's models (uploaded, or trained in their browser session) live in a :class:`SessionModels`
-  store that the app keeps in that session's state only: another visitor never sees them, and a reload
-  of the browser tab, a new session, forgets them.
+- A visitor's models (uploaded, or trained in their browser) live in their browser's lab, in the lab store
+  (seqviz.store.models): every tab of that browser sees them, after a reload and a server restart too, and
+  no other browser does.
 
 What a page can show is a *view* (seqviz.views); which models fit it follows from a reference's family and
 task alone, so deciding needs no model loaded.
@@ -20,17 +20,16 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from seqviz import checkpoints, families, zoo
-from seqviz.limits import MAX_MODEL_NAME_CHARS, MAX_SESSION_MODELS
+from seqviz.limits import MAX_MODEL_NAME_CHARS
 
 YOURS_SUFFIX = " (yours)"  # ends a visitor model's label; such a value is never meaningful in a shared link
 
 
 @dataclass(frozen=True)
 class ModelRef:
-    name: str  # the zoo's name for a shipped model; for a visitor's, the name they see (unique in the session)
+    name: str  # the zoo's name for a shipped model; for a visitor's, the name they see (unique in the lab)
     fingerprint: str  # checkpoints.fingerprint of the file's bytes: the key of every cache
     family: str  # a key of seqviz.families.FAMILIES
     task: str | None  # the task it was trained on: "emails", "memory", "translation"
@@ -39,7 +38,7 @@ class ModelRef:
     @property
     def label(self) -> str:
         """How pickers, charts and the address name it: a shipped model by its zoo name (?model=dot), a
-        visitor's by its name and "(yours)" (unique in the session, and no shipped model's name)."""
+        visitor's by its name and "(yours)" (unique in the lab, and no shipped model's name)."""
         return self.name if self.shipped else f"{self.name}{YOURS_SUFFIX}"
 
 
@@ -93,15 +92,7 @@ def shipped(directory: Path | None = None) -> tuple[dict[str, Shipped], dict[str
 # --- A visitor's own models ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SessionModel:
-    ref: ModelRef
-    checkpoint: Any  # seqviz.checkpoints.Checkpoint, eval mode, gradients off
-    data: bytes  # the checkpoint file, offered back as a download
-    origin: str  # "uploaded" or "trained here"
-
-
-def _clean_name(raw: str) -> str:
+def clean_name(raw: str) -> str:
     """A short printable name from a file name or a checkpoint's "name" (no control or zero-width characters)."""
     text = unicodedata.normalize("NFC", str(raw))
     text = "".join(ch for ch in text if unicodedata.category(ch)[0] not in "CZ" or ch == " ")
@@ -132,57 +123,3 @@ def check_fits_task(checkpoint) -> None:
             f"not {sorted(checkpoint.vocabularies)}.")
     if TASKS[task].kind != family.task_kind:
         raise checkpoints.CheckpointError(f"A {checkpoint.family} model cannot be trained on the {task} task.")
-
-
-class SessionModels:
-    """The models one browser session brought: uploaded or trained. Kept in that session's state only."""
-
-    def __init__(self, limit: int = MAX_SESSION_MODELS):
-        self.limit = limit
-        self._models: dict[str, SessionModel] = {}  # fingerprint -> model, in the order they came
-
-    def __len__(self) -> int:
-        return len(self._models)
-
-    def __iter__(self):
-        return iter(list(self._models.values()))
-
-    def add(self, data: bytes, filename: str = "model", origin: str = "uploaded",
-            taken: set[str] | None = None) -> tuple[SessionModel, bool]:
-        """Validate and load a checkpoint file; returns (the model, whether it is new to this session).
-
-        Raises :class:`seqviz.checkpoints.CheckpointError` with a plain sentence when the file is not a
-        usable seqviz model; nothing from such a file is built. ``taken`` are names already in use
-        (the shipped models'), so a visitor's model never takes one of them.
-        """
-        data = bytes(data)
-        fingerprint = checkpoints.fingerprint(data)
-        if fingerprint in self._models:
-            return self._models[fingerprint], False
-        if len(self._models) >= self.limit:
-            raise checkpoints.CheckpointError(
-                f"You already have {self.limit} models in this session: remove one before adding another.")
-        checkpoint = checkpoints.load_bytes(data)
-        check_fits_task(checkpoint)
-        wanted = _clean_name(checkpoint.meta.get("name") or Path(str(filename)).stem)
-        name = self._unique(wanted, set(taken or ()))
-        ref = ModelRef(name, fingerprint, checkpoint.family, checkpoint.task, shipped=False)
-        model = SessionModel(ref, checkpoint, data, origin)
-        self._models[fingerprint] = model
-        return model, True
-
-    def _unique(self, wanted: str, taken: set[str]) -> str:
-        used = taken | {m.ref.name for m in self._models.values()}
-        name, n = wanted, 2
-        while name in used:
-            name, n = f"{wanted} ({n})", n + 1
-        return name
-
-    def remove(self, fingerprint: str) -> None:
-        self._models.pop(fingerprint, None)
-
-    def by_label(self, label: str) -> SessionModel | None:
-        return next((m for m in self._models.values() if m.ref.label == label), None)
-
-    def get(self, fingerprint: str) -> SessionModel | None:
-        return self._models.get(fingerprint)

@@ -1,28 +1,27 @@
 """One run, in a Dask worker process: :func:`train_on_worker` is the task the web server submits.
 
 It trains through the one driver (:func:`seqviz.driver.run`: build, the one training loop, measure, save; the
-command line's and the zoo's too) and talks to the web server only through
-the scheduler, so the worker may be on another machine:
+command line's and the zoo's too) and talks to nobody but the lab store (seqviz.store.runs), which the web
+servers read, so the worker may be on another machine and the run lands in the store even while no web server
+is up:
 
-- **Progress out**: a :class:`distributed.Queue` named after the run. The training loop's own progress callback
-  buffers what happened (steps, losses, held-out measures, "watch it learn" snapshots, what it is doing before its
-  first step) and puts it on the queue at most every ``seqviz.limits.TRAIN_REPORT_EVERY_S`` seconds, and at once
-  when the phase changes or a snapshot is taken: one message, a pickled dict of plain values. The web server
-  drains the queue.
-- **Stop in**: a :class:`distributed.Event` named after the run, read by the training loop's own ``stop`` check
-  between two steps, at most every ``TRAIN_REPORT_EVERY_S`` seconds (each read is a round trip to the scheduler).
-  A second event says the visitor has gone: then the run ends without evaluating or saving.
-- **Result out**: the task's return value, a dict of plain values (metrics, the checkpoint's bytes, the last
-  snapshot); Dask hands it to the web server's future.
+- **Progress out**: the training loop's own callbacks buffer what happened (steps, losses, held-out measures,
+  "watch it learn" snapshots, what it is doing before its first step) as one typed record
+  (:class:`seqviz.progress.Report`) written to the run's row at most every ``seqviz.limits.TRAIN_REPORT_EVERY_S``
+  seconds, and at once when the phase changes or a snapshot is taken.
+- **Control in**: each write reads back whether the visitor asked to stop, and when somebody of the run's lab
+  last looked at a page; nobody for ``orphan_timeout_s`` stops the run, keeping what it learned. A lab that was
+  forgotten meanwhile ends the run unsaved.
+- **Saved points**: every ``seqviz.limits.TRAIN_SAVE_EVERY_S`` seconds of training, the model, the optimiser and
+  the random states (:class:`seqviz.train.TrainState`) go to the run's row. If the worker dies, Dask starts the
+  task again on another worker, which goes on from that point (:func:`seqviz.store.runs.begin` rolls the record
+  back to it): the final weights are an uninterrupted run's, bit for bit.
+- **Result**: the checkpoint joins the lab's models, and the run's row gets its end (metrics, model, times).
 
-A run's task is started once. If its worker dies mid-run, Dask would start the task again on another worker;
-the task notices (a third event, set on its first start) and fails at once with :class:`WorkerLost`, so the page
-says plainly that the run's worker stopped, instead of a run that silently begins again from step 0.
-
-Choice: one task per run with a worker-side loop (not a run cut into chunks that each carry the model and the
-optimiser's state): the training loop stays the one the command line uses, untouched, so the same spec and seed
-give the same weights bit for bit; a chunked run would ship the model and AdamW's state (up to 7 MB for the
-largest preset) through the scheduler every chunk and reseed its batch generator at every chunk boundary.
+Why the worker writes, not the web server: a run must outlive the web server that submitted it (a redeploy, a
+failover in the lecture hall); a web process forwarding progress would lose whatever arrives while it is down,
+and only it could show the run. The workers reach the store with the same settings (SEQVIZ_DATABASE_URL, or the
+SQLite file, which the app's own workers share with it on one machine).
 """
 
 from __future__ import annotations
@@ -31,25 +30,14 @@ import contextlib
 import gc
 import os
 import pickle
-import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from seqviz import limits
+from seqviz.progress import Report
 from seqviz.runtime import give_memory_back
-
-PHASES = {
-    "cluster": "starting the training workers (the server's first run)",
-    "starting": "starting on a training worker",
-    "data": "loading the task's data",
-    "building": "building the model",
-    "training": "training",
-    "measuring": "measuring on held-out data",
-    "saving": "measuring the trained model and saving it",
-}
-
 
 # A worker trains at this lower CPU priority (Unix nice), so that on a host it shares with the web server, the
 # pages get the CPU first and training takes what is left.
@@ -78,16 +66,6 @@ def _lower_priority() -> None:
         os.nice(max(0, WORKER_NICE - os.nice(0)))
 
 
-class WorkerLost(RuntimeError):
-    """The run's worker process stopped in the middle of the run (killed, or out of memory)."""
-
-
-def names(run_id: str) -> dict[str, str]:
-    """The scheduler-side names of one run's queue and events."""
-    return {"progress": f"seqviz-progress-{run_id}", "stop": f"seqviz-stop-{run_id}",
-            "gone": f"seqviz-gone-{run_id}", "started": f"seqviz-started-{run_id}"}
-
-
 @dataclass(frozen=True)
 class SnapshotView:
     """The "watch it learn" views a run is watched through, as the worker computes them: picklable in a few bytes
@@ -107,6 +85,14 @@ class SnapshotView:
         if watched_view(views, spec.family, spec.task, tokens) is None:
             return None
         return cls(spec.task, spec.family, tokens, tuple(views))
+
+    @classmethod
+    def from_dict(cls, fields: dict) -> SnapshotView:
+        return cls(str(fields["task"]), str(fields["family"]), tuple(map(str, fields["tokens"])),
+                   tuple(map(str, fields["views"])))
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "tokens": list(self.tokens), "views": list(self.views)}
 
     def __call__(self, model) -> Any:
         return _view_function(self)(model)
@@ -130,89 +116,103 @@ def _view_function(view: SnapshotView):
     return function
 
 
-class _Link:
-    """The run's side of the queue and events; buffers progress and sends it at most every few tenths of a
-    second (or at once when asked)."""
+class _Reporter:
+    """The run's side of the store: buffers a Report and writes it at most every TRAIN_REPORT_EVERY_S (or at once
+    when asked), reading back whether to stop."""
 
-    def __init__(self, run_id: str):
-        from distributed import Event, Queue, get_client
-
-        client = get_client()
-        named = names(run_id)
-        self.queue = Queue(named["progress"], client=client)
-        self.stop_event = Event(named["stop"], client=client)
-        self.gone_event = Event(named["gone"], client=client)
-        self.started_event = Event(named["started"], client=client)
-        self.every_s = limits.TRAIN_REPORT_EVERY_S
-        self.pending: dict[str, Any] = {"losses": [], "metrics": [], "snapshots": []}
+    def __init__(self, db, run_id: str, orphan_timeout_s: float):
+        self.db, self.run_id, self.orphan_timeout_s = db, run_id, orphan_timeout_s
+        self.pending = Report()
         self.last_sent = 0.0
-        self.last_asked = 0.0
-        self.stopped = False
+        self.stopped = False  # asked, timed out, nobody looking, or the lab gone
+        self.gone = False  # the lab (or the run) is no longer in the store: nothing to save
+        self.reason: str | None = None
 
     def note(self, **fields) -> None:
         for key in ("losses", "metrics", "snapshots"):
-            if key in fields:
-                self.pending[key].extend(fields.pop(key))
-        self.pending.update(fields)
+            getattr(self.pending, key).extend(fields.pop(key, ()))
+        for key, value in fields.items():
+            setattr(self.pending, key, value)
 
     def send(self, force: bool = False) -> None:
+        from seqviz.store import runs
+
         now = time.monotonic()
-        if not force and now - self.last_sent < self.every_s:
+        if not force and now - self.last_sent < limits.TRAIN_REPORT_EVERY_S:
             return
-        message, self.pending = self.pending, {"losses": [], "metrics": [], "snapshots": []}
+        record, self.pending = self.pending, Report()
         self.last_sent = now
-        self.queue.put(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        control = runs.report(self.db, self.run_id, record)
+        if control.last_seen is None:
+            self.stopped = self.gone = True
+        elif control.stop:
+            self.stopped = True
+        elif time.time() - control.last_seen > self.orphan_timeout_s:
+            self.stop("nobody looking")
 
-    def stop_asked(self) -> bool:
-        if self.stopped:
-            return True
-        now = time.monotonic()
-        if now - self.last_asked >= self.every_s:
-            self.last_asked = now
-            self.stopped = bool(self.stop_event.is_set())
-        return self.stopped
-
-    def gone(self) -> bool:
-        return bool(self.gone_event.is_set())
+    def stop(self, reason: str) -> None:
+        if not self.stopped:
+            self.stopped, self.reason = True, reason
+            self.note(stop_reason=reason)
 
 
-def train_on_worker(run_id: str, spec, snapshot_fn, snapshot_every_s: float, max_seconds: float) -> dict:
-    """Train ``spec`` (a seqviz.runs.RunSpec) in this worker; returns the run's end as plain values.
+def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: float,
+                    max_seconds: float = limits.TRAIN_MAX_SECONDS,
+                    snapshot_every_s: float = limits.TRAIN_SNAPSHOT_EVERY_S) -> str:
+    """Train the store's run ``run_id`` in this worker, from its last saved point if it has one; returns how it
+    ended ("finished", "stopped", "failed", or "nothing to do" for a run cancelled or ended meanwhile).
+    ``database_url``: the store (None: this worker's own settings, SEQVIZ_DATABASE_URL or the SQLite file)."""
+    from seqviz import store
+    from seqviz.store import runs
 
-    ``snapshot_fn`` is a picklable callable (a :class:`SnapshotView`, or None) called on the model every
-    ``snapshot_every_s`` seconds of training; it must return plain values."""
-    link = _Link(run_id)
-    if link.started_event.is_set():
-        raise WorkerLost("its worker process stopped in the middle of the run (it was killed or ran out of memory)")
-    link.started_event.set()
+    db = store.database(database_url)
     _lower_priority()  # (done already where the worker preloaded this module)
+    began = runs.begin(db, run_id, _worker_address(), os.getpid())
+    if began is None:
+        return "nothing to do"
     thread_name = _name_os_thread("seqviz-run")  # the worker's thread lives on after the run: its name comes back
-    link.note(phase="starting", pid=os.getpid(), host=socket.gethostname(), worker=_worker_address())
-    link.send(force=True)
+    reporter = _Reporter(db, run_id, orphan_timeout_s)
     try:
-        return _train(link, spec, snapshot_fn, snapshot_every_s, max_seconds)
+        return _train(db, run_id, began, reporter, max_seconds, snapshot_every_s)
+    except Exception as error:  # the run fails with the reason; the worker goes on to the next run
+        runs.end(db, run_id, "failed", error=f"{type(error).__name__}: {error}"[:500])
+        return "failed"
     finally:
-        with contextlib.suppress(Exception):
-            link.send(force=True)
-        with contextlib.suppress(Exception):
-            link.queue.close()
         if thread_name:
             _name_os_thread(thread_name)
         gc.collect()
         give_memory_back()
 
 
-def _train(link: _Link, spec, snapshot_fn, snapshot_every_s: float, max_seconds: float) -> dict:
-    """The run through the one driver (seqviz.driver): this side only reports it, stops it and takes snapshots."""
+def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float, snapshot_every_s: float) -> str:
+    """The run through the one driver (seqviz.driver): this side reports it, stops it, saves its points and takes
+    snapshots."""
     from seqviz.runtime import configure_torch
 
     configure_torch()  # one thread, deterministic: once per worker process
     import torch
 
-    from seqviz import driver
+    from seqviz import driver, zoo
+    from seqviz.runs import RunSpec
+    from seqviz.store import models, runs
+    from seqviz.train import TrainState, TrainStateError
 
+    spec = RunSpec(**began["spec"])
+    watch = began["watch"]
+    snapshot_fn = SnapshotView.from_dict(watch) if watch else None
+    resume = None
+    if began["saved_state"] is not None:
+        try:
+            resume = TrainState.from_bytes(began["saved_state"])
+        except TrainStateError as error:  # a damaged saved point: it begins again, and says so
+            reporter.note(error=f"its saved point could not be read ({error}); it began again from step 0")
+    trained_before = resume.seconds if resume is not None else 0.0
     clock: dict[str, Any] = {"start": time.perf_counter(), "next_eval": 0.0, "next_snapshot": 0.0, "phase": ""}
-    error: list[str] = []
+    if began["stop"]:
+        reporter.stop("asked")
+
+    def trained_s() -> float:
+        return trained_before + time.perf_counter() - clock["start"]
 
     def take_snapshot(model, step: int) -> None:
         nonlocal snapshot_fn
@@ -222,13 +222,12 @@ def _train(link: _Link, spec, snapshot_fn, snapshot_every_s: float, max_seconds:
         try:
             with torch.inference_mode():
                 value = snapshot_fn(model)
-            link.note(snapshots=[(step, value)])
+            reporter.note(snapshots=[(step, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))])
         except Exception as failure:  # a broken snapshot function must not end the training
             snapshot_fn = None
-            error.append(f"watch-it-learn snapshot failed and was switched off: {type(failure).__name__}: "
-                         f"{failure}"[:500])
-            link.note(error=error[-1])
-        link.send(force=True)
+            reporter.note(error=f"watch-it-learn snapshot failed and was switched off: {type(failure).__name__}: "
+                                f"{failure}"[:500])
+        reporter.send(force=True)
 
     def phase(name: str) -> None:
         if name == clock.get("phase"):
@@ -236,71 +235,63 @@ def _train(link: _Link, spec, snapshot_fn, snapshot_every_s: float, max_seconds:
         clock["phase"] = name
         if name == "training":
             clock["start"] = time.perf_counter()
-            link.note(train_elapsed=0.0)
-        link.note(phase=name)
-        link.send(force=True)
+            reporter.note(trained_s=trained_before)
+        reporter.note(phase="resuming" if name == "training" and resume is not None else name)
+        reporter.send(force=True)
 
     def should_stop() -> bool:
-        if link.stop_asked():
-            return True
-        if time.perf_counter() - clock["start"] > max_seconds:
-            link.note(stop_reason="time limit")
-            return True
-        return False
+        if not reporter.stopped and trained_s() > max_seconds:
+            reporter.stop("time limit")
+        reporter.send()
+        return reporter.stopped
+
+    def save_state(state) -> None:
+        runs.save_point(db, run_id, state.step, state.to_bytes())
 
     def progress(p) -> None:
-        now = time.perf_counter() - clock["start"]
-        link.note(step=p.step, train_elapsed=now, phase="training")
+        now = trained_s()
+        reporter.note(step=p.step, trained_s=now, phase="training")
         if p.loss == p.loss:  # not nan (bow has no loss)
-            link.note(losses=[(p.step, float(p.loss))])
+            reporter.note(losses=[(p.step, float(p.loss))])
         metric = p.metric
-        if metric is None and p.step < p.steps and now >= clock["next_eval"] and not link.stopped:
-            link.note(phase="measuring")
-            link.send(force=True)  # the step is on the page before a measure that may take seconds
-            began = time.perf_counter()
+        if metric is None and p.step < p.steps and now >= clock["next_eval"] and not reporter.stopped:
+            reporter.note(phase="measuring")
+            reporter.send(force=True)  # the step is on the page before a measure that may take seconds
+            measured_at = time.perf_counter()
             p.model.eval()  # the loop puts it back in training mode before the next step
             metric = task.headline(task.evaluate(p.model))
-            cost = time.perf_counter() - began
+            cost = time.perf_counter() - measured_at
             share = limits.TRAIN_EVAL_SHARE
             clock["next_eval"] = now + cost + cost * (1 - share) / share
-            link.note(phase="training", train_elapsed=time.perf_counter() - clock["start"])
+            reporter.note(phase="training", trained_s=trained_s())
         if metric is not None:
-            link.note(metrics=[(p.step, float(metric))])
+            reporter.note(metrics=[(p.step, float(metric))])
         if snapshot_every_s > 0 and now >= clock["next_snapshot"] and p.step < p.steps:
             take_snapshot(p.model, p.step)
-            clock["next_snapshot"] = (time.perf_counter() - clock["start"]) + snapshot_every_s
-        link.send(force=p.step == 1)
+            clock["next_snapshot"] = trained_s() + snapshot_every_s
+        reporter.send(force=p.step == 1)
 
     def finished(result) -> bool:
-        if link.stopped and link.gone():  # nobody will read it: no evaluation, no checkpoint
-            return False
-        link.note(step=result.steps, train_elapsed=time.perf_counter() - clock["start"])
-        return True
+        return not reporter.gone  # nobody's lab to keep it in: no evaluation, no checkpoint
 
-    phase("data")  # the recipe reads the task's vocabularies: loading the data is its first phase
+    phase("data")
     recipe = driver.from_spec(spec, "trained in the app")
     task = recipe.make_task()  # the one the driver trains on (shared, read-only): for the measures in between
-    trained = driver.run(recipe, progress=progress, stop=should_stop, phase=phase,
-                         finished=finished)  # leaves torch's global state alone
+    trained = driver.run(recipe, progress=progress, stop=should_stop, phase=phase, finished=finished,
+                         resume=resume, save_state=save_state, save_every_s=limits.TRAIN_SAVE_EVERY_S)
     result = trained.result
     if not trained.saved:
-        return {"abandoned": True, "step": result.steps}
-    final_snapshot = None
+        return "stopped"
     if snapshot_fn is not None:
-        try:
-            with torch.inference_mode():
-                final_snapshot = (result.steps, snapshot_fn(trained.model))
-        except Exception as failure:
-            error.append(f"watch-it-learn snapshot failed and was switched off: {type(failure).__name__}: "
-                         f"{failure}"[:500])
-    return {
-        "abandoned": False, "step": result.steps, "stopped": result.stopped,
-        "headline": float(trained.task.headline(trained.metrics)), "metrics": trained.metrics,
-        "checkpoint": trained.checkpoint, "train_seconds": round(result.seconds, 2),
-        "train_elapsed": time.perf_counter() - clock["start"], "snapshot": final_snapshot,
-        "error": error[-1] if error else None, "pid": os.getpid(),
-    }
-
+        take_snapshot(trained.model, result.steps)
+    reporter.send(force=True)
+    kept, _ = models.add(db, began["lab_id"], trained.checkpoint, f"{spec.label}.safetensors", origin="trained here",
+                         taken=set(zoo.NAMES), within_limits=False)
+    status = "stopped" if result.stopped else "finished"
+    runs.end(db, run_id, status, step=result.steps, metrics=trained.metrics, train_seconds=round(result.seconds, 2),
+             trained_s=trained_s(), model_id=models.model_id(db, began["lab_id"], kept.fingerprint),
+             headline=float(trained.task.headline(trained.metrics)), stop_reason=reporter.reason)
+    return status
 
 def _worker_address() -> str | None:
     with contextlib.suppress(Exception):

@@ -50,6 +50,12 @@ def unfinished(db: Database) -> list[tuple[str, str, float]]:
             select(Run.id, Run.status, Run.updated_at).where(Run.status.in_(ACTIVE)).order_by(Run.submitted_at))]
 
 
+def set_queued_phase(db: Database, phase: str | None) -> None:
+    """What every queued run waits on, in words for the page (the app's own workers starting), or None."""
+    with db.transaction() as session:
+        session.execute(update(Run).where(Run.status == "queued").values(phase=phase))
+
+
 def begin(db: Database, run_id: str, worker: str | None, pid: int, now: float | None = None) -> dict | None:
     """A worker takes the run up: it is running now. Returns what the worker needs (spec, watch, lab, saved point,
     attempts) or None when there is nothing to train (ended, cancelled, gone)."""

@@ -1,27 +1,24 @@
-"""Training in the browser: the form's state, the server's one run manager, and this session's runs.
+"""Training in the browser: the form's state, the server's one run manager, and this lab's runs.
 
-A run trains in a Dask worker process (seqviz.jobs, seqviz.cluster), owned by the visitor's browser session; the
-web server's process only queues it and shows it. Pages poll it
-from fragments that rerun on a timer (``st.fragment(run_every=...)``): the /train page's panel, and a small
-status line in the sidebar of every page, which also tells the manager that the session is still there (a
-closed tab stops touching it, and its run is stopped within seqviz.limits.TRAIN_ORPHAN_TIMEOUT_S). When a
-run ends, its checkpoint joins this session's models, so every page's picker offers it.
+A run belongs to the browser's lab (seqviz.ui.lab), not to a tab: it is a record in the lab store that a Dask
+worker trains and writes to (seqviz.jobs, seqviz.worker), so every tab of the browser, a reload, another web
+server of a lecture hall and a restarted server all show it. Pages poll the store from fragments that rerun on
+a timer (``st.fragment(run_every=...)``): the /train page's panel, and a small status line in the sidebar of
+every page, which also notes that somebody of the lab is looking (a run nobody of its lab has looked at for
+seqviz.limits.TRAIN_ORPHAN_TIMEOUT_S is stopped, keeping what it learned). When a run ends, its model is in the
+lab's models already (the worker put it there), so every page's picker offers it.
 """
 
 from __future__ import annotations
 
-import secrets
-
 import streamlit as st
 
 from seqviz import limits
-from seqviz.ui import models
+from seqviz.ui import lab
 
-OWNER_KEY = "_owner"  # this session's id for the run manager (never shown, never in a link)
-HAS_RUNS_KEY = "_has_runs"  # set once this session starts a run: until then no page loads the manager (or torch)
-ADOPTED_KEY = "_adopted_runs"  # run ids whose checkpoints already joined this session's models
 FORM = "tr_"  # prefix of the form's widget keys
 SAVED_KEY = "_train_form"  # the form's values, kept while the visitor is on other pages (widgets' are not)
+SEEN_ACTIVE_KEY = "_runs_active"  # whether this lab had a run queued or training at this session's last look
 POLL_S = 2.0  # seconds between two looks at a run while it trains
 IDLE_POLL_S = 10.0  # seconds between two looks at how busy the server is, for a visitor with no run going on
 
@@ -30,36 +27,56 @@ FIELDS = ("task", "family", "embedding", "hidden", "heads", "layers", "steps", "
 
 @st.cache_resource(show_spinner=False)
 def manager():
-    """The server's one run manager: the cap on runs at once, the queue, every session's runs."""
+    """The server's one run manager over the lab store and the training cluster."""
     from seqviz.jobs import RunManager
 
-    return RunManager(still_there=_tab_connected)
+    return RunManager(lab.db())
 
 
-def _tab_connected(owner_id: str) -> bool:
-    """Whether Streamlit still has this owner's browser session connected (False when it cannot tell)."""
-    from streamlit.runtime import Runtime
+@st.cache_resource(show_spinner=False)
+def recover_on_start() -> bool:
+    """Once per server process: when the store holds queued or running runs (the server restarted under them),
+    start the run manager, which hands them to the cluster again. A cheap query; no torch unless there are."""
+    from seqviz.store import StoreUnavailable, runs
 
-    session_id = owner_id.partition("/")[0]
-    return Runtime.exists() and Runtime.instance().is_active_session(session_id)
-
-
-def owner() -> str:
-    """This browser session's owner id for the run manager: Streamlit's session id (so the manager can ask
-    whether its tab is still open), then a random part of its own (unique even where session ids are not)."""
-    if OWNER_KEY not in st.session_state:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-        ctx = get_script_run_ctx()
-        st.session_state[OWNER_KEY] = f"{ctx.session_id if ctx else ''}/{secrets.token_hex(8)}"
-    return st.session_state[OWNER_KEY]
+    try:
+        waiting = bool(runs.unfinished(lab.db()))
+    except StoreUnavailable:
+        return False
+    if waiting:
+        manager()
+    return waiting
 
 
-def my_runs() -> list:
-    """This session's runs, newest first (none, and no manager loaded, before its first run)."""
-    if not st.session_state.get(HAS_RUNS_KEY):
+def active_count() -> int:
+    """This lab's queued and training runs (0 when there is no lab): one cheap query, no manager, no torch."""
+    from seqviz.store import StoreUnavailable, runs
+
+    lab_id = lab.lab_id()
+    if lab_id is None:
+        return 0
+    try:
+        counts = runs.counts(lab.db(), lab_id)
+    except StoreUnavailable:
+        return 0
+    return counts["queued"] + counts["running"]
+
+
+def my_runs(snapshots: bool = True) -> list:
+    """This lab's runs (seqviz.progress.RunState), newest first; none when the store cannot be reached."""
+    from seqviz.store import StoreUnavailable, runs
+
+    lab_id = lab.lab_id()
+    if lab_id is None:
         return []
-    return list(reversed(manager().runs_of(owner())))
+    try:
+        found = runs.states(lab.db(), lab_id, snapshots=snapshots)
+        if any(state.status == "queued" for state in found):  # their expected starts come from the manager
+            found = manager().runs_of(lab_id, snapshots=snapshots)
+        return found
+    except StoreUnavailable as error:
+        st.error(f"Your runs cannot be read now: {error}", icon=":material/cloud_off:")
+        return []
 
 
 # --- The form -------------------------------------------------------------------------------------
@@ -157,23 +174,55 @@ def form():
 
 
 def start(spec, tokens: tuple[str, ...] | None) -> None:
-    """Submit the run for this session, with snapshots of the sidebar sentence as the model learns, through the
+    """Submit the run for this lab, with snapshots of the sidebar sentence as the model learns, through the
     first view the story's /train entry watches that fits it (seqviz.watch)."""
     from seqviz import story
     from seqviz.jobs import RunRefused
     from seqviz.worker import SnapshotView
 
-    if any(run.spec == spec and run.status in ("queued", "running") for run in my_runs()):
+    if any(run.spec == spec and run.status in ("queued", "running") for run in my_runs(snapshots=False)):
         # A second click on Start training (a busy server answers slowly, and people click again) would train
         # the same model twice: the same settings and seed learn the same weights.
         st.info("These settings are already training (below): Start training again starts nothing. Change a "
                 "setting (the seed, say) to train another model beside it.", icon=":material/info:")
         return
-    st.session_state[HAS_RUNS_KEY] = True
+    from seqviz.store import StoreUnavailable
+
+    lab_id = lab.lab_id()
+    if lab_id is None:
+        st.error(f"Training needs your lab, which cannot be reached now: {lab.problem()}",
+                 icon=":material/cloud_off:")
+        return
     try:
-        manager().submit(owner(), spec, snapshot_fn=SnapshotView.for_run(spec, tokens, story.models("watch")))
+        manager().submit(lab_id, spec, watch=SnapshotView.for_run(spec, tokens, story.models("watch")))
     except RunRefused as error:
         st.error(str(error), icon=":material/hourglass_top:")
+    except StoreUnavailable as error:
+        st.error(f"The run could not be recorded, so it was not started: {error}", icon=":material/cloud_off:")
+
+
+def stop(run_id: str) -> None:
+    """Stop this lab's run (a queued one is cancelled); says why when the store cannot be reached."""
+    from seqviz.store import StoreUnavailable
+
+    lab_id = lab.lab_id()
+    try:
+        if lab_id is not None:
+            manager().stop(lab_id, run_id)
+    except StoreUnavailable as error:
+        st.error(f"The run could not be stopped now: {error}", icon=":material/cloud_off:")
+
+
+def model_file(fingerprint: str) -> bytes | None:
+    """The checkpoint file of one of this lab's models (None when it is gone or the store cannot be reached)."""
+    from seqviz.store import StoreUnavailable
+    from seqviz.store import models as stored
+
+    lab_id = lab.lab_id()
+    try:
+        return stored.data(lab.db(), lab_id, fingerprint) if lab_id is not None else None
+    except StoreUnavailable:
+        return None
 
 
 def _minutes(seconds: float) -> str:
@@ -210,9 +259,7 @@ def server_status() -> None:
     """How busy training is on this server, for every visitor of /train (with a run of their own or not), or why
     training is unavailable. It looks again every POLL_S seconds while this session trains, and every
     IDLE_POLL_S otherwise: drawn once, it said "1 waiting" all through the run that had left the queue."""
-    active = bool(st.session_state.get(HAS_RUNS_KEY)) and any(
-        run.status in ("queued", "running") for run in manager().runs_of(owner()))
-    st.fragment(run_every=POLL_S if active else IDLE_POLL_S)(_server_status)()
+    st.fragment(run_every=POLL_S if active_count() else IDLE_POLL_S)(_server_status)()
 
 
 def _server_status() -> None:
@@ -240,45 +287,28 @@ def shipped_counterpart(spec) -> str | None:
     return next((e.name for e in zoo.ENTRIES if e.family == spec.family and e.task == spec.task), None)
 
 
-def adopt_ended_runs(runs) -> bool:
-    """Add every ended run's checkpoint to this session's models (once each); True if one was added."""
-    from seqviz.checkpoints import CheckpointError
-
-    adopted = st.session_state.setdefault(ADOPTED_KEY, set())
-    added = False
-    for run in runs:
-        state = run.state()
-        if state.ended and state.checkpoint and state.id not in adopted:
-            adopted.add(state.id)
-            try:
-                models.add_model(state.checkpoint, f"{state.name}.safetensors", origin="trained here")
-                added = True
-            except CheckpointError as error:  # the session holds the most models it may
-                st.session_state[models.UPLOAD_MESSAGE_KEY] = ("error", f"{state.name} was not kept. {error}")
-    return added
-
-
 def sidebar_status() -> None:
-    """A line in the sidebar of every page while this session trains; it keeps the run's session alive."""
-    if not st.session_state.get(HAS_RUNS_KEY):
+    """A line in the sidebar of every page while this lab trains; it notes that somebody of the lab is looking."""
+    recover_on_start()
+    active = active_count()
+    if not active and not st.session_state.get(SEEN_ACTIVE_KEY):
         return
-    active = any(run.status in ("queued", "running") for run in manager().runs_of(owner()))
     with st.sidebar:  # a fragment may not reach into the sidebar from inside: it lives there
         st.fragment(run_every=POLL_S if active else None)(_status_line)()
 
 
 def _status_line() -> None:
-    runs = manager().runs_of(owner())
-    training = [run.state() for run in runs if run.status in ("queued", "running")]
+    lab.seen()
+    training = [state for state in my_runs(snapshots=False) if state.status in ("queued", "running")]
     for state in training:
         if state.status == "queued":
             st.caption(f"Training {state.name}: {queue_text(state)[0].lower()}{queue_text(state)[1:]}")
         else:
             st.progress(state.step / max(1, state.steps), text=f"Training {state.name}: {progress_text(state)}")
-    if adopt_ended_runs(runs) or (not training and st.session_state.get("_was_training")):
-        st.session_state["_was_training"] = False
+    was_active = st.session_state.get(SEEN_ACTIVE_KEY)
+    st.session_state[SEEN_ACTIVE_KEY] = bool(training)
+    if was_active and not training:
         st.rerun()  # the whole page: the new model joins the pickers, and the polling stops
-    st.session_state["_was_training"] = bool(training)
 
 
 def timeline(state) -> str:
