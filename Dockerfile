@@ -1,7 +1,7 @@
 # seqviz in a container, for any host: Hugging Face Spaces (Docker SDK), Cloud Run, a university server.
 #
 #   docker build -t seqviz .                     # podman: podman build --format docker -t seqviz .
-#   docker run --rm -p 8501:8501 seqviz                                   # http://localhost:8501
+#   docker run --rm -p 8501:8501 -v seqviz-data:/data seqviz             # http://localhost:8501
 #   docker run --rm -p 8080:8080 -e PORT=8080 -e SEQVIZ_BASE_PATH=seqviz seqviz   # http://localhost:8080/seqviz/
 #
 # The same pins as requirements.txt (the README's install), with torch's CPU wheels (hosting/requirements.txt),
@@ -16,10 +16,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PORT=8501 \
-    SEQVIZ_BASE_PATH=""
+    SEQVIZ_BASE_PATH="" \
+    SEQVIZ_DATA_DIR=/data
 
-# A non-root user; uid 1000 is what Hugging Face Spaces runs as.
-RUN useradd --create-home --uid 1000 seqviz
+# A non-root user; uid 1000 is what Hugging Face Spaces runs as. /data holds the lab store (the SQLite file of
+# what visitors make, unless SEQVIZ_DATABASE_URL names another database): mount a volume there to keep it.
+RUN useradd --create-home --uid 1000 seqviz && mkdir -p /data && chown seqviz:seqviz /data
 
 WORKDIR /app
 COPY hosting/requirements.txt hosting/requirements.txt
@@ -31,6 +33,7 @@ RUN chmod 0755 scripts/serve
 
 USER seqviz
 ENV HOME=/home/seqviz
+VOLUME /data
 EXPOSE 8501
 
 # Streamlit answers "ok" at <base path>/_stcore/health once it serves; python, as the slim image has no curl.

@@ -54,6 +54,15 @@ def test_dockerfile_slim_python_cpu_torch_non_root_and_one_start_command():
     assert args["EXPOSE"] == "8501"
 
 
+def test_dockerfile_keeps_the_lab_store_on_a_volume_the_app_user_owns():
+    steps = _dockerfile()
+    env = " ".join(a for k, a in steps if k == "ENV")
+    assert "SEQVIZ_DATA_DIR=/data" in env
+    assert ("VOLUME", "/data") in steps
+    assert any(k == "RUN" and "chown seqviz:seqviz /data" in a for k, a in steps)  # uid 1000 writes the store
+    assert steps.index(("VOLUME", "/data")) > next(i for i, (k, _) in enumerate(steps) if k == "USER")
+
+
 def test_hosting_requirements_are_the_readme_install_with_cpu_torch():
     local, hosted = _pins("requirements.txt"), _pins("hosting/requirements.txt")
     assert hosted.pop("torch") == local.pop("torch") + "+cpu"
