@@ -64,7 +64,7 @@ class Model(Base):
     task: Mapped[str | None] = mapped_column(String(64))
     origin: Mapped[str] = mapped_column(String(32))  # "uploaded" or "trained here"
     size: Mapped[int] = mapped_column(Integer)  # bytes of data
-    data: Mapped[bytes] = mapped_column(LargeBinary)
+    data: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)  # read only when asked for (models.data)
     created_at: Mapped[float] = mapped_column(Float)
 
 
