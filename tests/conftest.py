@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "test-output"
 NICE = 19  # background work yields to the tests (CFS weight 15 against 1024) but has every idle moment
 IMAGE_TESTS = ("tests/browser/test_lecture_hall.py", "tests/hosting/test_container.py")
-# What those tests build, in their order: the lecture hall's packages and its balancer built as
+# What those tests build, in their order: the lecture hall's packages, and its balancer and database built as
 # tests/browser/test_lecture_hall.py builds them (same file, build argument and tag, so its build is then cached;
 # the ulimits are its containers.conf's, which Podman needs on this machine).
 IMAGES_COMMAND = """set -e
@@ -38,9 +38,12 @@ scripts/ensure-packages podman-compose containernetworking-plugins golang-github
     iptables
 scripts/check-container --build-only
 files=$(ulimit -Hn); { [ "$files" = unlimited ] || [ "$files" -gt 65536 ]; } && files=65536
-podman --runtime runc build --format docker --network host --ulimit "nofile=$files:$files" --ulimit nproc=4096:4096 \
-    --build-arg BASE_IMAGE="${SEQVIZ_BASE_IMAGE:-localhost/seqviz-base:bookworm-python3.11}" \
-    --file hosting/haproxy.Dockerfile --tag localhost/seqviz-balancer:lecture-hall .
+base="${SEQVIZ_BASE_IMAGE:-localhost/seqviz-base:bookworm-python3.11}"
+for image in haproxy:seqviz-balancer postgres:seqviz-postgres; do
+    podman --runtime runc build --format docker --network host --ulimit "nofile=$files:$files" \
+        --ulimit nproc=4096:4096 --build-arg BASE_IMAGE="$base" \
+        --file "hosting/${image%%:*}.Dockerfile" --tag "localhost/${image#*:}:lecture-hall" .
+done
 """
 WAIT_S = 600  # at most this long for background work; then it is ended and the test does the work itself
 _JOBS = pytest.StashKey[dict]()
