@@ -1,10 +1,11 @@
-"""seqviz: the router. Page config, navigation over app_pages/, the sidebar's shared sentence and your models."""
+"""seqviz: the router. Page config, navigation over app_pages/, this browser's lab, the sidebar's shared sentence and
+your models."""
 
 import streamlit as st
 
 from seqviz import ui
 from seqviz.story import HOME, STORY
-from seqviz.ui import models, training
+from seqviz.ui import lab, training, yours
 
 st.set_page_config(page_title="seqviz: sequences and the road to attention", page_icon=":material/route:",
                    layout="wide")
@@ -14,10 +15,11 @@ pages = [st.Page(HOME.script, title=HOME.title, icon=HOME.icon, default=True)] +
 ]
 page = st.navigation(pages)
 ui.page_style()
+lab.begin()
 
 st.sidebar.title("seqviz")
 ui.sentence_input()
-models.sidebar()
+yours.sidebar()
 training.sidebar_status()
 ui.moved_notice()
 page.run()

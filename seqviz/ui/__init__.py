@@ -40,6 +40,7 @@ def escape_markdown(text: str) -> str:
 # box on a narrow screen, with its labels and colour scale, instead of pushing the page sideways.
 _PAGE_STYLE = """<style>
 [data-testid="stVegaLiteChart"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
+.st-key-_lab_cookie { display: none; }  /* the lab's cookie keeper (seqviz.ui.lab) draws nothing: no gap either */
 </style>"""
 
 
@@ -124,8 +125,8 @@ def output_word(traces: dict, part_key: str, model_key: str, word_key: str) -> t
 def share_box(url_path: str) -> None:
     """The address of this page with the current sentence and settings, ready to copy.
 
-    A visitor's own models cannot travel in a link (they live in this browser tab only): they are left out
-    of the address, and the box says so.
+    A visitor's own models cannot travel in a link (they live in this browser's lab only): they are left out
+    of the address, and the box says so. The lab's key is never in it: only the browser's cookie holds it.
     """
     with st.sidebar:
         _share_part(url_path)
@@ -157,7 +158,7 @@ def _share_part(url_path: str) -> None:
         st.caption("This address works only on this computer: to share the lab with a class, host it "
                    "(README, *Share a hosted demo*) and share that host's address.")
     if left_out:
-        st.caption("Your own models are not in this link: they live in this browser tab only. Whoever "
+        st.caption("Your own models are not in this link: they live in this browser's lab only. Whoever "
                    "opens it sees the shipped models you picked.")
 
 

@@ -3,9 +3,11 @@
 A page asks for a view ("alignment", "gates", ...; seqviz.views) with :func:`pick`, traces what comes back
 with :func:`trace` and draws it with ``seqviz.ui.show``, whether the models are shipped or the visitor's. The
 shipped models a view shows first are named once, in the story's page list (seqviz.story). Shipped models
-load once per server and are shared read-only; a visitor's models live in their session's state only
-(:func:`your_models`). Every cache of traces and measurements is keyed by
-the checkpoint's fingerprint, so visitors' models never collide and never pose as a shipped model.
+load once per server and are shared read-only. A visitor's models live in their browser's lab, in the lab store
+(seqviz.ui.yours, which also draws the sidebar's "Your models"): every tab of the browser sees the same ones, and
+:func:`checkpoint` loads one through the same checks as an upload, once per fingerprint. Every cache of traces
+and measurements is keyed by the checkpoint's fingerprint, so visitors' models never collide and never pose as
+a shipped model.
 """
 
 from __future__ import annotations
@@ -15,99 +17,15 @@ import hashlib
 import streamlit as st
 
 from seqviz import charts, families, registry, story, views
-from seqviz.limits import MAX_SESSION_MODELS, MAX_UPLOAD_MB, output_limit
-from seqviz.registry import ModelRef, SessionModels
-
-SESSION_KEY = "_your_models"  # this session's SessionModels
-UPLOAD_ROUND_KEY = "_upload_round"  # the uploader's key changes after each file, so it is empty again
-UPLOAD_MESSAGE_KEY = "_upload_message"  # (kind, text) of the last upload, shown until the next one
-
-
-# --- The visitor's models, in the sidebar ---------------------------------------------------------
-
-
-def your_models() -> SessionModels:
-    """This browser session's own models (uploaded or trained here); no other session sees them."""
-    if SESSION_KEY not in st.session_state:
-        st.session_state[SESSION_KEY] = SessionModels(MAX_SESSION_MODELS)
-    return st.session_state[SESSION_KEY]
-
-
-def add_model(data: bytes, filename: str, origin: str = "uploaded") -> tuple[ModelRef, bool]:
-    """Validate a checkpoint file and add it to this session's models (raises CheckpointError)."""
-    shipped, broken = _shipped()
-    model, new = your_models().add(data, filename, origin=origin, taken=set(shipped) | set(broken))
-    return model.ref, new
-
-
-def sidebar() -> None:
-    """The sidebar's "Your models": upload a checkpoint, see, download and remove this session's models."""
-    mine = your_models()
-    message = st.session_state.get(UPLOAD_MESSAGE_KEY)
-    with st.sidebar.expander(f"Your models ({len(mine)})", icon=":material/upload_file:",
-                             expanded=bool(len(mine)) or message is not None):
-        key = f"_upload{st.session_state.get(UPLOAD_ROUND_KEY, 0)}"
-        st.file_uploader(
-            "Upload a checkpoint (.safetensors)", type=["safetensors"], key=key,
-            max_upload_size=MAX_UPLOAD_MB, on_change=_take_upload, args=(key,),
-            help="A single .safetensors file written by seqviz: by `python -m seqviz train`, or downloaded "
-                 "from any page's Download checkpoint button. It is checked whole before anything is built.")
-        if message is not None:
-            kind, text = message
-            (st.success if kind == "success" else st.error)(
-                _escape(text), icon=":material/check_circle:" if kind == "success" else ":material/error:")
-        for model in mine:
-            _your_model_row(model)
-        st.caption("Only this browser tab sees these models. Reloading the tab starts a new session and "
-                   "forgets them: download a checkpoint to keep it.")
-
-
-def _next_upload_round() -> None:
-    """A fresh, empty uploader: the same file can then be given again (after Remove, say)."""
-    st.session_state[UPLOAD_ROUND_KEY] = st.session_state.get(UPLOAD_ROUND_KEY, 0) + 1
-
-
-def _take_upload(key: str) -> None:
-    """The uploader's callback: validate the new file before the page runs, so every part of it sees the result."""
-    from seqviz.checkpoints import CheckpointError
-
-    upload = st.session_state.get(key)
-    if upload is None:
-        return
-    _next_upload_round()
-    try:
-        ref, new = add_model(upload.getvalue(), upload.name)
-        st.session_state[UPLOAD_MESSAGE_KEY] = (
-            "success", f"Added {ref.label}: pick it in the model list of any page it fits." if new
-            else f"{ref.label} is already here (the same file).")
-    except CheckpointError as error:
-        st.session_state[UPLOAD_MESSAGE_KEY] = ("error", f"{upload.name[:60]} was not loaded. {error}")
-
-
-def _your_model_row(model: registry.SessionModel) -> None:
-    ref = model.ref
-    st.markdown(f"**{_escape(ref.name)}**  \n{_escape(families.get(ref.family).label)}, {ref.task} task, "
-                f"{model.origin}")
-    row = st.container(horizontal=True)
-    row.download_button("Download checkpoint", data=model.data, file_name=_file_name(ref),
-                        key=f"dl-yours-{ref.fingerprint[:12]}", mime="application/octet-stream",
-                        icon=":material/download:", on_click="ignore")
-    if row.button("Remove", key=f"rm-{ref.fingerprint[:12]}", icon=":material/delete:"):
-        your_models().remove(ref.fingerprint)
-        st.session_state.pop(UPLOAD_MESSAGE_KEY, None)
-        _next_upload_round()
-        st.rerun()
+from seqviz.limits import output_limit
+from seqviz.registry import ModelRef
+from seqviz.ui import yours
 
 
 def _escape(text: str) -> str:
     from seqviz.ui import escape_markdown
 
     return escape_markdown(text)
-
-
-def _file_name(ref: ModelRef) -> str:
-    stem = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in ref.name).strip("-") or "model"
-    return f"{stem}.safetensors"
 
 
 # --- Shipped models: read once per server, shared read-only -----------------------------------------
@@ -133,13 +51,11 @@ def _fits(view: str, ref: ModelRef) -> bool:
 
 
 def checkpoint(ref: ModelRef):
-    """The loaded checkpoint behind a reference (shipped: the server's shared copy; yours: this session's)."""
+    """The loaded checkpoint behind a reference (shipped: the server's shared copy; yours: read from your lab once,
+    then shared by fingerprint)."""
     if ref.shipped:
         return _load_shipped(ref.name, ref.fingerprint)
-    model = your_models().get(ref.fingerprint)
-    if model is None:
-        raise LookupError(f"{ref.label} is no longer in this session")
-    return model.checkpoint
+    return yours.load(ref)
 
 
 def shipped_ref(name: str) -> ModelRef | None:
@@ -149,8 +65,8 @@ def shipped_ref(name: str) -> ModelRef | None:
 
 def candidates(view: str) -> list[ModelRef]:
     """The models that fit ``view``: the visitor's own first, then the shipped ones in the zoo's order."""
-    yours = [m.ref for m in your_models() if _fits(view, m.ref)]
-    return yours + [s.ref for s in _shipped()[0].values() if _fits(view, s.ref)]
+    return [ref for ref in yours.usable() if _fits(view, ref)] + [s.ref for s in _shipped()[0].values()
+                                                                 if _fits(view, s.ref)]
 
 
 def fitting(refs: list[ModelRef], view: str) -> list[ModelRef]:
@@ -176,7 +92,7 @@ def pick(view: str, *, multi: bool = False, label: str = "Model") -> list[ModelR
     keys = list(by_key)
     chosen_defaults = [k for k in defaults if k in by_key]
     help_text = (f"Fits this view: {views.get(view).fits_text}. Your own models (uploaded or trained in this "
-                 "browser tab) come first; shipped ones stay in the address when you share the page.")
+                 "browser) come first; shipped ones stay in the address when you share the page.")
 
     if multi:
         chosen = st.multiselect(label, keys, default=chosen_defaults, key=view, bind="query-params", help=help_text)
@@ -204,7 +120,7 @@ def download_buttons(refs: list[ModelRef], key: str) -> None:
     with st.expander("Download checkpoint" + ("s" if len(refs) > 1 else ""), icon=":material/download:"):
         for ref in refs:
             row = st.container(horizontal=True, vertical_alignment="center")
-            row.download_button("Download checkpoint", data=_file_bytes(ref), file_name=_file_name(ref),
+            row.download_button("Download checkpoint", data=_file_bytes(ref), file_name=yours.file_name(ref),
                                 mime="application/octet-stream", key=f"dl-{key}-{ref.fingerprint[:12]}",
                                 icon=":material/download:", on_click="ignore")
             row.markdown(_escape(ref.label))
@@ -214,8 +130,7 @@ def _file_bytes(ref: ModelRef):
     if ref.shipped:
         path = _shipped()[0][ref.name].path
         return lambda: path.read_bytes()
-    model = your_models().get(ref.fingerprint)
-    return model.data if model is not None else b""
+    return yours.file_bytes(ref.fingerprint)
 
 
 def family_label(ref: ModelRef) -> str:
@@ -225,11 +140,12 @@ def family_label(ref: ModelRef) -> str:
 def colours(refs: list[ModelRef]) -> dict[str, str]:
     """label -> colour, in the order given: a shipped model in its family's colour, a visitor's own in the colour
     of its place among their models, the same on every chart (seqviz.charts.model_colour)."""
-    yours = [model.ref.fingerprint for model in your_models()]
+    mine = [ref.fingerprint for ref in yours.usable()]
+
     def place(ref: ModelRef) -> int | None:
         if ref.shipped:
             return None
-        return yours.index(ref.fingerprint) if ref.fingerprint in yours else 0
+        return mine.index(ref.fingerprint) if ref.fingerprint in mine else 0
 
     return {ref.label: charts.model_colour(ref.family, place(ref)) for ref in refs}
 
