@@ -14,20 +14,30 @@ them, niced, in a process of its own (a `Background`), so the suite's waits and 
 
 A test that waits un-nices the work it waits for. Whatever is still running at the session's end is ended by its
 process group (its own PID).
+
+No test writes to a real lab store (seqviz.store): SEQVIZ_DATA_DIR names a folder of this run (removed at its end)
+and SEQVIZ_DATABASE_URL is unset, for the tests and for every server, worker and command they start (each inherits
+this environment), so nothing reaches ~/.local/share/seqviz or a database a developer's own setting names. A test
+that wants PostgreSQL names its own server (tests/databases.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "test-output"
+STORE_DIR = Path(tempfile.mkdtemp(prefix="seqviz-test-store-"))  # the lab store of this test run (SQLite)
+os.environ["SEQVIZ_DATA_DIR"] = str(STORE_DIR)
+os.environ.pop("SEQVIZ_DATABASE_URL", None)
 NICE = 19  # background work yields to the tests (CFS weight 15 against 1024) but has every idle moment
 IMAGE_TESTS = ("tests/browser/test_lecture_hall.py", "tests/hosting/test_container.py")
 # What those tests build, in their order: the lecture hall's packages, and its balancer and database built as
@@ -157,6 +167,7 @@ def pytest_runtest_setup(item):
 def pytest_sessionfinish(session):
     for job in session.config.stash.get(_JOBS, {}).values():
         job.stop()
+    shutil.rmtree(STORE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
