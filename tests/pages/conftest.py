@@ -47,3 +47,27 @@ def all_text(at: AppTest) -> str:
                  "latex"):
         parts += [str(e.value) for e in getattr(at, kind)]
     return "\n".join(parts).replace("\\", "")  # markdown escapes of visitor text removed
+
+
+@pytest.fixture
+def cookies(monkeypatch) -> dict[str, str]:
+    """The cookies every session opened in this test sends, as a browser sends them with its websocket's request
+    (st.context.cookies): AppTest has no client to send any, so the test fills this dict before it opens a session.
+    (The lab store itself is a folder of the test run: tests/conftest.py sets SEQVIZ_DATA_DIR.)"""
+    sent: dict[str, str] = {}
+
+    class Client:
+        headers: tuple = ()
+        cookies = sent
+        remote_ip = None
+
+    monkeypatch.setattr("streamlit.runtime.context._get_client_context", lambda: Client)
+    return sent
+
+
+def lab_cookie(at: AppTest) -> dict:
+    """What the session told the browser to keep (seqviz.ui.lab's cookie keeper): its data, the key included."""
+    import json
+
+    (keeper,) = [e for e in at.get("bidi_component") if e.proto.component_name == "seqviz_lab_cookie"]
+    return json.loads(keeper.proto.json)
