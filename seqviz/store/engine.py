@@ -73,6 +73,17 @@ def _sqlite_pragmas(connection, _record) -> None:
     cursor.close()
 
 
+# What SQLite says when a connection cannot write or read the file as it is now (opened while the file was read-only,
+# say): such a connection is dropped from the pool, so the next one opens the file afresh once it is writable again.
+_SQLITE_STALE = ("readonly", "unable to open database file", "disk i/o error")
+
+
+def _sqlite_error(context) -> None:
+    said = str(context.original_exception).replace("read-only", "readonly").lower()
+    if any(words in said for words in _SQLITE_STALE):
+        context.is_disconnect = True
+
+
 def _sqlite_begin(connection) -> None:
     """A writing transaction takes SQLite's write lock as it begins (BEGIN IMMEDIATE), so it waits its turn under
     the busy timeout; a deferred one that read first could only fail with "database is locked" when it writes."""
@@ -98,6 +109,7 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": limits.STORE_BUSY_TIMEOUT_S, "check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
+        event.listen(engine, "handle_error", _sqlite_error)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5,
                          pool_timeout=limits.STORE_BUSY_TIMEOUT_S,
@@ -105,16 +117,32 @@ def make_engine(url: str) -> Engine:
                          if parsed.get_backend_name() == "postgresql" else {})
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the database's schema up to the newest revision (Alembic), creating it on first use."""
-    from alembic import command
+def alembic_config(connection):
+    """Alembic's configuration for the store's revisions (seqviz/store/migrations), migrating on ``connection``."""
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    config.attributes["connection"] = connection
+    return config
+
+
+_MIGRATING = threading.Lock()  # Alembic keeps its running migration in module globals: one at a time per process
+_MIGRATION_LOCK_ID = 0x5E0F1A85  # PostgreSQL's advisory lock of the store's migrations
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database's schema up to the newest revision (Alembic), creating it on first use.
+
+    Processes starting at once on one database (a web server and its workers) migrate one after the other: on
+    SQLite the transaction takes the write lock as it begins, on PostgreSQL an advisory lock held until it ends.
+    The next finds the schema made and does nothing."""
+    from alembic import command
+
+    with _MIGRATING, engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})")
+        command.upgrade(alembic_config(connection), "head")
 
 
 class Database:
@@ -169,6 +197,8 @@ def unavailable(url: str, error: Exception) -> StoreUnavailable:
     detail = said[0][:200] if said else type(error).__name__
     if "readonly" in detail.replace(" ", "").lower():
         detail += " (the folder or file is read-only)"
+    elif "unable to open" in detail.lower():
+        detail += " (the folder or file is missing or read-only)"
     elif "disk" in detail.lower() and "full" in detail.lower():
         detail += " (the disk is full)"
     return StoreUnavailable(f"{describe(url)} cannot be used now: {detail}")

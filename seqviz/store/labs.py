@@ -54,8 +54,9 @@ def open_lab(db: Database, key: str | None, now: float | None = None) -> OpenedL
     with db.transaction() as session:
         if valid_key(key):
             lab_id = session.scalar(select(LabKey.lab_id).where(LabKey.key_hash == digest(key)))
-            if lab_id is not None:
-                session.execute(update(Lab).where(Lab.id == lab_id).values(last_seen_at=now))
+            # The key's lab may go (purge, forget) between that read and this write: then it opens nothing.
+            if lab_id is not None and session.execute(update(Lab).where(Lab.id == lab_id)
+                                                      .values(last_seen_at=now)).rowcount:
                 return OpenedLab(lab_id, key, new=False)
         return _create(session, now)
 
@@ -120,7 +121,8 @@ def join(db: Database, typed_code: str, current_lab: str | None, now: float | No
     if code is None:
         raise JoinRefused(f"A code is {limits.LAB_TRANSFER_CHARS} letters and digits, as the other device shows it.")
     with db.transaction() as session:
-        transfer = session.get(LabTransfer, digest(code))
+        # Locked: two browsers typing one code at once wait for each other, and the second finds it used.
+        transfer = session.get(LabTransfer, digest(code), with_for_update=True)
         if transfer is None or transfer.expires_at < now:
             raise JoinRefused("That code opens no lab: it may be mistyped, used already, or older than "
                               f"{limits.LAB_TRANSFER_MINUTES} minutes. Ask the other device for a new one.")
@@ -137,8 +139,9 @@ def join(db: Database, typed_code: str, current_lab: str | None, now: float | No
 def _move(session, source: str, target: str) -> None:
     from sqlalchemy import func
 
+    session.scalar(select(Lab.id).where(Lab.id == target).with_for_update(key_share=True))  # models.add waits
     mine = session.scalars(select(Model).where(Model.lab_id == source)).all()
-    theirs = set(session.scalars(select(Model.fingerprint).where(Model.lab_id == target)))
+    theirs = dict(session.execute(select(Model.fingerprint, Model.id).where(Model.lab_id == target)).all())
     moving = [m for m in mine if m.fingerprint not in theirs]
     count, size = session.execute(select(func.count(Model.id), func.coalesce(func.sum(Model.size), 0))
                                   .where(Model.lab_id == target)).one()
@@ -152,6 +155,9 @@ def _move(session, source: str, target: str) -> None:
             model.name = f"{model.name} (moved)"
         names.add(model.name)
     session.execute(update(Run).where(Run.lab_id == source).values(lab_id=target))
+    for model in mine:  # a run of a file the lab has already keeps its model: the lab's copy of the file
+        if model.fingerprint in theirs:
+            session.execute(update(Run).where(Run.model_id == model.id).values(model_id=theirs[model.fingerprint]))
     session.flush()
     session.execute(delete(Lab).where(Lab.id == source))
 

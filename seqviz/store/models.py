@@ -16,7 +16,7 @@ from sqlalchemy import delete, func, select
 
 from seqviz import checkpoints, limits
 from seqviz.store.engine import Database
-from seqviz.store.schema import Model
+from seqviz.store.schema import Lab, Model
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,11 @@ def add(db: Database, lab_id: str, data: bytes, filename: str = "model", origin:
             return _stored(found), False
     checkpoint = checked(data)  # outside the transaction: loading takes a moment
     with db.transaction() as session:
+        # The lab's row locked (PostgreSQL; SQLite lets one writer in at a time anyway): two tabs adding at once
+        # take turns, so the second finds the first's file, name and usage.
+        if session.scalar(select(Lab.id).where(Lab.id == lab_id).with_for_update(key_share=True)) is None:
+            raise checkpoints.CheckpointError("This lab is no longer in the store (forgotten, or idle too long): "
+                                              "reload the page for a new one.")
         found = session.scalar(select(Model).where(Model.lab_id == lab_id, Model.fingerprint == fingerprint))
         if found is not None:
             return _stored(found), False
