@@ -52,7 +52,6 @@ LAB_KEY_BYTES = 16  # 128 random bits per lab key (22 characters of URL-safe bas
 LAB_KEEP_DAYS = _number_from_env("SEQVIZ_LAB_KEEP_DAYS", 30.0, 1.0, 3650.0)  # a lab idle this long is purged
 LAB_TRANSFER_MINUTES = 10  # a "take my lab to another device" code works once, for this long
 LAB_TRANSFER_CHARS = 10  # characters of that code (Crockford base32: 50 bits)
-LAB_SEEN_EVERY_S = 5.0  # a lab's "last seen" is written at most this often (pages look every few seconds)
 STORE_BUSY_TIMEOUT_S = 10.0  # a write waits this long for another's to end (SQLite) or for a connection
 STORE_CONNECT_TIMEOUT_S = 4.0  # seconds to reach a database server before the store is called unavailable
 
@@ -84,6 +83,8 @@ TRAIN_MAX_SNAPSHOTS = 40  # snapshots kept per run (thinned evenly when full)
 # lab's last-seen time, which every open tab of the lab writes while it polls. SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (1 to
 # 3600) sets it for one server process: the load and fault tests start theirs with a few seconds.
 TRAIN_ORPHAN_TIMEOUT_S = _number_from_env("SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S", 600.0, 1.0, 3600.0)
+# A lab's "last seen" is written at most this often (its pages look every few seconds): well inside the timeout.
+LAB_SEEN_EVERY_S = min(5.0, TRAIN_ORPHAN_TIMEOUT_S / 4)
 TRAIN_EVAL_SHARE = 0.10  # at most this share of a run's time goes to measuring its held-out metric
 TRAIN_WIDTH_RANGE = (4, 256)  # embedding, hidden (and d_model, d_ff) of a model trained here
 TRAIN_MAX_LAYERS = 4  # layers of a model trained here
