@@ -5,8 +5,10 @@ A tiny run writes the one-file checkpoint the app's upload takes; bad options st
 
 import pytest
 
-from seqviz import checkpoints, limits, registry
+from seqviz import checkpoints, limits
 from seqviz.__main__ import main
+from seqviz.store import Database, labs
+from seqviz.store import models as stored
 
 NO_OUT = "(no --out)"
 
@@ -38,8 +40,10 @@ def test_a_tiny_run_writes_a_checkpoint_the_app_takes(tmp_path, capsys):
     assert {"test_accuracy", "twins_accuracy"} <= set(meta["metrics"])
     assert set(checkpoint.vocabularies) == {"tokens"}
 
-    model, new = registry.SessionModels().add(out.read_bytes(), filename=out.name)  # the app's upload
-    assert new and model.ref.name == "tiny from the shell" and model.ref.task == "emails"
+    db = Database(f"sqlite:///{tmp_path / 'store.db'}")  # the app's upload, into a lab of a store of its own
+    model, new = stored.add(db, labs.open_lab(db, None).id, out.read_bytes(), filename=out.name)
+    assert new and model.name == "tiny from the shell" and model.task == "emails"
+    db.dispose()
 
 
 def test_a_translator_checkpoint_is_a_translator(tmp_path, capsys):
@@ -47,9 +51,9 @@ def test_a_translator_checkpoint_is_a_translator(tmp_path, capsys):
     assert run(["train", "--task", "translation", "--family", "dot", "--embedding", "8", "--hidden", "8",
                 "--heads", "2", "--steps", "2", "--batch-size", "8", "--out", str(out)]) == 0
     assert "--heads does not apply to dot; ignored" in capsys.readouterr().err
-    model, _ = registry.SessionModels().add(out.read_bytes())
-    assert model.checkpoint.translates and model.ref.family == "dot"
-    assert "exact_match_le30" in model.checkpoint.metrics
+    checkpoint = stored.checked(out.read_bytes())  # what the app's upload checks
+    assert checkpoint.translates and checkpoint.family == "dot"
+    assert "exact_match_le30" in checkpoint.metrics
 
 
 @pytest.mark.parametrize(

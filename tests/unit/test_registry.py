@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from seqviz import checkpoints, registry, views, zoo
 from seqviz.checkpoints import CheckpointError
-from seqviz.registry import SessionModels
+from seqviz.store.models import checked  # what an upload, and a file read back from a lab, goes through
 
 
 @pytest.fixture(scope="module")
@@ -63,34 +63,11 @@ def test_views_fit_shipped_models_by_their_family_traits_and_every_fitting_model
                 assert view.trace(checkpoint.model, checkpoint.vocabularies, tokens) is not None, (view.name, name)
 
 
-def test_session_models_add_name_deduplicate_and_remove(lstm_file, dot_file):
-    store = SessionModels(limit=3)
-    model, new = store.add(lstm_file, "whatever.safetensors")
-    assert new and model.ref.name == "tiny-lstm" and not model.ref.shipped
-    assert model.ref.label == "tiny-lstm (yours)" and registry.is_yours(model.ref.label)
-    again, new = store.add(lstm_file, "copy.safetensors")
-    assert not new and again is model and len(store) == 1
-    renamed = rewrite_meta(lstm_file, lambda doc: doc.update(name="lstm"))  # a shipped model's name
-    other, _ = store.add(renamed, "x.safetensors", taken={"lstm"})
-    assert other.ref.name == "lstm (2)"
-    third, _ = store.add(dot_file)
-    assert [m.ref.name for m in store] == ["tiny-lstm", "lstm (2)", "tiny-dot"]
-    with pytest.raises(CheckpointError, match="remove one"):
-        store.add(rewrite_meta(dot_file, lambda doc: doc.update(name="fourth")))
-    store.remove(third.ref.fingerprint)
-    assert store.get(third.ref.fingerprint) is None and len(store) == 2
-    assert store.by_label(model.ref.label) is model
-
-
-def test_names_are_cleaned_and_bounded(lstm_file):
-    store = SessionModels()
-    hostile = "\u202e\u200b <b>x</b>\x00\n" + "y" * 200
-    model, _ = store.add(rewrite_meta(lstm_file, lambda doc: doc.update(name=hostile)))
-    name = model.ref.name
+def test_names_are_cleaned_and_bounded():
+    name = registry.clean_name("\u202e\u200b <b>x</b>\x00\n" + "y" * 200)
     assert "\x00" not in name and "\u202e" not in name and "\u200b" not in name and "\n" not in name
     assert len(name) <= 48 and name.endswith("…")
-    nameless, _ = SessionModels().add(rewrite_meta(lstm_file, lambda doc: doc.pop("name")), "my model.safetensors")
-    assert nameless.ref.name == "my model"
+    assert registry.clean_name(" .-my model-. ") == "my model" and registry.clean_name("\x00\u200b") == "model"
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -101,7 +78,7 @@ def test_names_are_cleaned_and_bounded(lstm_file):
 ])
 def test_a_model_must_fit_its_task(lstm_file, change, message):
     with pytest.raises(CheckpointError, match=message):
-        SessionModels().add(rewrite_meta(lstm_file, change))
+        checked(rewrite_meta(lstm_file, change))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -120,6 +97,6 @@ def test_mutated_files_are_refused_or_loaded_never_crash(lstm_file, data):
         else:
             del raw[at:]
     try:
-        SessionModels().add(bytes(raw))
+        checked(bytes(raw))
     except CheckpointError as error:
         assert str(error)
