@@ -76,8 +76,7 @@ class _State:
     problem: str | None = None  # why the store cannot be used now
     tried_at: float = -1e9  # time.monotonic() of the last try while there was a problem
     seen_at: float = -1e9  # time.monotonic() of the last "seen" this session wrote
-    run: int = 0  # full runs of this session so far (per-run memos key on it)
-    memo: dict | None = None  # name -> value, for this full run only
+    memo: dict | None = None  # name -> value, for this full run only (per_run)
 
 
 def db() -> Database:
@@ -94,7 +93,6 @@ def _state() -> _State:
 def begin() -> None:
     """Once per full run (app.py): find or check this session's lab, keep the browser's cookie, note the lab seen."""
     state = _state()
-    state.run += 1
     state.memo = {}
     _purge_now_and_then()
     _resolve(state)
