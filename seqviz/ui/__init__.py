@@ -166,20 +166,26 @@ _MOVED_KEY = "seqviz-moved-told"  # session state: the toast about a moved sessi
 
 
 def moved_notice() -> None:
-    """Behind the lecture hall's balancer: tell a visitor whose server stopped that this is a new session (the
-    balancer's short-lived cookie names the server they were moved from; seqviz.share.moved_from)."""
+    """Behind the lecture hall's balancer: tell a visitor whose server stopped that they are on another one now (the
+    balancer's short-lived cookie names the server they were moved from; seqviz.share.moved_from). Their lab is in
+    the store all servers share, so it came with them; a server on a store of its own says so instead."""
     from seqviz.share import SERVER_NAME_VARIABLE, moved_from
+    from seqviz.ui import lab
 
     was = moved_from(st.context.cookies, os.environ.get(SERVER_NAME_VARIABLE))
     if was is None:
         return
+    lost = lab.sent_unknown_key()
     if not st.session_state.get(_MOVED_KEY):
         st.session_state[_MOVED_KEY] = True
-        st.toast("Your server stopped: you are on another one now, in a new session.", icon=":material/swap_horiz:")
-    st.sidebar.warning(
-        f"The server you were on ({escape_markdown(was)}) stopped, and you were moved to another one: this is a new "
-        "session. Your own models and runs from before are not here (a checkpoint you downloaded can be uploaded "
-        "again); the shipped models, and the sentence and settings in the address, are.", icon=":material/swap_horiz:")
+        st.toast("Your server stopped: you are on another one now." + ("" if lost else " Your lab came with you."),
+                 icon=":material/swap_horiz:")
+    if lost:
+        st.sidebar.warning(
+            f"The server you were on ({escape_markdown(was)}) stopped, and you were moved to one that does not share "
+            "its lab store, so your models and runs from before are not here (a checkpoint you downloaded can be "
+            "uploaded again). The hall's operator can fix this: every app server needs the same SEQVIZ_DATABASE_URL.",
+            icon=":material/swap_horiz:")
 
 
 def _app_base_url() -> str:

@@ -111,6 +111,12 @@ def lab_id() -> str | None:
     return None if state.problem else state.lab
 
 
+def sent_unknown_key() -> bool:
+    """Whether the browser sent a lab key this store does not know (this session then opened a fresh lab)."""
+    sent = _cookie_key()
+    return bool(sent) and lab_id() is not None and sent != _state().key
+
+
 def problem() -> str | None:
     """Why the lab store cannot be used now, in words (StoreUnavailable's message), or None."""
     return _state().problem

@@ -48,18 +48,6 @@ def recover_on_start() -> bool:
     return waiting
 
 
-@st.cache_data(ttl=3600, show_spinner=False)
-def purge_idle_labs() -> int:
-    """At most once an hour per server: delete the labs nobody has opened for seqviz.limits.LAB_KEEP_DAYS, with
-    their models and runs; returns how many went (0 when the store cannot be reached)."""
-    from seqviz.store import StoreUnavailable, labs
-
-    try:
-        return labs.purge(lab.db())
-    except StoreUnavailable:
-        return 0
-
-
 def active_count() -> int:
     """This lab's queued and training runs (0 when there is no lab): one cheap query, no manager, no torch."""
     from seqviz.store import StoreUnavailable, runs
@@ -302,7 +290,6 @@ def shipped_counterpart(spec) -> str | None:
 def sidebar_status() -> None:
     """A line in the sidebar of every page while this lab trains; it notes that somebody of the lab is looking."""
     recover_on_start()
-    purge_idle_labs()
     active = active_count()
     if not active and not st.session_state.get(SEEN_ACTIVE_KEY):
         return

@@ -369,22 +369,34 @@ def test_start_makes_no_outbound_call(image_files, tmp_path):
 @pytest.mark.browser
 def test_a_visitor_moved_from_a_stopped_server_is_told(browser, tmp_path):
     """An app server named app2 (SEQVIZ_SERVER_NAME, as in hosting/compose.yaml) gets a visitor the balancer moved
-    from app1 (its SEQVIZ_MOVED_FROM cookie, hosting/haproxy.cfg): the sidebar says their server stopped and this
-    session is new. A visitor the cookie names this server for is told nothing. (tests/browser/test_lecture_hall.py
-    kills a real server behind HAProxy.)"""
+    from app1 (its SEQVIZ_MOVED_FROM cookie, hosting/haproxy.cfg). With the lab store the servers share, their lab
+    came with them: a toast says they moved, nothing says anything was lost. A lab key this server's store does not
+    know (a server on a store of its own) gets the sidebar's warning, which names the setting to fix. A visitor the
+    cookie names this server for is told nothing. (tests/browser/test_lecture_hall.py kills a real server behind
+    HAProxy, on a shared PostgreSQL.)"""
     from seqviz.share import MOVED_COOKIE, SERVER_NAME_VARIABLE
+    from seqviz.ui.lab import COOKIE
 
     with streamlit_server(tmp_path / "app2.log", env={SERVER_NAME_VARIABLE: "app2"}) as server:
         url = server.url
-        for moved_from, told in (("app1", True), ("app2", False)):
+        for moved_from, lab_key, toast, warned in (("app1", None, "Your lab came with you", False),
+                                                   ("app1", "A" * 22, "you are on another one now", True),
+                                                   ("app2", None, None, False)):
             context = new_context(browser)
             try:
-                context.add_cookies([{"name": MOVED_COOKIE, "value": moved_from, "url": url}])
+                cookies = [{"name": MOVED_COOKIE, "value": moved_from, "url": url}]
+                if lab_key:
+                    cookies.append({"name": COOKIE, "value": lab_key, "url": url})
+                context.add_cookies(cookies)
                 page = new_page(context)
                 page.goto(f"{url}/order")
                 wait_for_app(page)
+                if toast:
+                    expect(page.get_by_test_id("stToast").get_by_text(toast)).to_have_count(1)
+                else:
+                    expect(page.get_by_test_id("stToast")).to_have_count(0)
                 notice = page.get_by_test_id("stSidebar").get_by_text("The server you were on (app1) stopped")
-                expect(notice).to_have_count(1 if told else 0)
+                expect(notice).to_have_count(1 if warned else 0)
                 assert_no_exception(page)
             finally:
                 context.close()
