@@ -36,6 +36,9 @@ from seqviz import limits
 SCHEDULER_ENV = "SEQVIZ_DASK_SCHEDULER"
 WORKERS_ENV = "SEQVIZ_TRAIN_WORKERS"
 CONNECT_TIMEOUT_S = 4.0  # seconds to reach a configured scheduler before training is called unavailable
+# A local worker that died is started again by its nanny; Dask's LocalCluster closes it for good if it has not come
+# back within distributed.deploy.lost-worker-timeout (15 s), which a new worker loading torch on a busy host misses.
+LOST_WORKER_TIMEOUT = "10 minutes"
 RESOURCES = {"train": 1}  # each worker's; a run takes {"train": 1}, so one run trains on a worker at a time
 # The app's TLS settings: Dask's configuration keys and the environment variables Dask reads them from.
 TLS_SETTINGS = {
@@ -174,6 +177,9 @@ class Cluster:
                         f"{type(error).__name__}: {error}"[:400]
                     ) from error
                 return self._client
+            import dask
+
+            dask.config.set({"distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT})  # read when one is lost
             try:
                 self._local = LocalCluster(
                     n_workers=self.workers or local_worker_count(), threads_per_worker=1, processes=True,

@@ -100,10 +100,12 @@ class RunManager:
                 raise RunRefused("The server is shutting down; no new runs.")
             if self._unavailable is not None and time.monotonic() - self._unavailable_at < RETRY_UNAVAILABLE_S:
                 raise RunRefused(f"Training is unavailable: {self._unavailable}.")
-        total, mine = runs.counts(self.db), runs.counts(self.db, lab_id)
-        admit(Load(total["running"], total["queued"], mine["queued"] + mine["running"]),
-              self.max_active_per_lab, self.max_queued)
-        run_id = runs.create(self.db, lab_id, spec, watch.to_dict() if watch is not None else None)
+
+        def check(total: dict, mine: dict) -> None:  # in the run's own transaction, the lab's row locked
+            admit(Load(total["running"], total["queued"], mine["queued"] + mine["running"]),
+                  self.max_active_per_lab, self.max_queued)
+
+        run_id = runs.create(self.db, lab_id, spec, watch.to_dict() if watch is not None else None, admit=check)
         with self._lock:
             self._to_submit.append(run_id)
         self._wake.set()
@@ -169,6 +171,7 @@ class RunManager:
             self._closed = True
         self._wake.set()
         self._tender.join(timeout)
+        self._futures.clear()  # (fire-and-forget: the runs go on; a shared client holds their results no longer)
         if self._owns_cluster:
             self.cluster.close()
 
@@ -214,16 +217,14 @@ class RunManager:
         self._connect_done.set()
 
     def _tend(self) -> None:
-        from seqviz.store import StoreUnavailable
+        from seqviz.store import StoreUnavailable, runs
 
         with self._lock:
             wanted = bool(self._to_submit) or self._connect_wanted
         recover = time.monotonic() - self._last_recovery >= RECOVER_EVERY_S
         if recover and not self.cluster.started and not wanted:
-            try:
-                wanted = self._store_has_unfinished()
-            except StoreUnavailable:
-                wanted = False
+            with contextlib.suppress(StoreUnavailable):  # the store's runs that must go on start the cluster
+                wanted = bool(runs.unfinished(self.db))
             self._last_recovery = time.monotonic()
         if wanted and not self.cluster.started and not self._start_cluster():
             return
@@ -237,21 +238,14 @@ class RunManager:
             cancel, self._to_cancel = self._to_cancel, []
         for run_id in submit:
             self._submit(client, run_id)
-        for run_id in cancel:
-            future = self._futures.pop(run_id, None)
-            if future is not None:
-                with contextlib.suppress(Exception):
-                    future.cancel()
+        for future in filter(None, (self._futures.pop(run_id, None) for run_id in cancel)):
+            with contextlib.suppress(Exception):
+                future.cancel()
         for run_id in [run_id for run_id, future in self._futures.items() if future.done()]:
             self._futures.pop(run_id, None)
         if recover:
             self._last_recovery = time.monotonic()
             self._recover(client)
-
-    def _store_has_unfinished(self) -> bool:
-        from seqviz.store import runs
-
-        return bool(runs.unfinished(self.db))
 
     def _start_cluster(self) -> bool:
         from seqviz.store import runs
@@ -283,7 +277,8 @@ class RunManager:
 
         url = None if self.cluster.external else self.db.url  # an external cluster's workers read their own setting
         future = client.submit(train_on_worker, run_id, url, self.orphan_timeout_s, self.max_seconds,
-                               self.snapshot_every_s, key=KEY_PREFIX + run_id, resources={"train": 1}, pure=False)
+                               self.snapshot_every_s, key=KEY_PREFIX + run_id, resources={"train": 1}, pure=False,
+                               fifo_timeout=0)  # each run a generation of its own: a worker takes the oldest first
         fire_and_forget(future)
         self._futures[run_id] = future
 

@@ -19,6 +19,17 @@ def shape(spec: dict) -> tuple:
     return tuple(spec.get(key) for key in ("task", "family", "embedding", "hidden", "heads", "layers", "batch_size"))
 
 
+def steps_to_run(spec: dict) -> int:
+    """Steps a run of ``spec`` takes: its ``steps``, or one pass for a family that counts (bag of words)."""
+    from seqviz import families
+
+    try:
+        counts = families.get(str(spec.get("family"))).counts
+    except (KeyError, ValueError):
+        counts = False
+    return 1 if counts else max(1, int(spec.get("steps") or 1))
+
+
 @dataclass(frozen=True)
 class Training:
     spec: dict  # its RunSpec's fields
@@ -43,7 +54,7 @@ class Paces:
         paces = list(self.per_step.get(shape(spec), ()))
         if not paces:  # none of this shape has ended yet: the pace of those training now
             paces = [t.trained_s / t.step for t in training if t.step >= 5 and shape(t.spec) == shape(spec)]
-        steps = int(spec.get("steps") or 1)
+        steps = steps_to_run(spec)
         trained = sum(paces) / len(paces) * steps if paces else GUESS_RUN_S
         return min(trained, limits.TRAIN_MAX_SECONDS) + self.overhead
 

@@ -1,4 +1,5 @@
-"""Process-wide torch settings, set once per process: one thread, deterministic algorithms.
+"""Process-wide settings, set once per process: torch on one thread with deterministic algorithms; a training
+worker's CPU priority and its training thread's name.
 
 Small models on a shared machine run fastest on one thread each (threads fighting over two cores are
 slower), and deterministic algorithms make training bit-for-bit reproducible. These are settings of the
@@ -9,9 +10,11 @@ app call :func:`configure_torch` once, at start.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 
 _configured = False
+_niced = False
 _lock = threading.Lock()
 
 
@@ -47,3 +50,30 @@ def give_memory_back() -> None:
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def lower_priority(nice: int) -> None:
+    """Lower this process's CPU priority to Unix ``nice``, once (where the OS allows it): a training worker's, so
+    that on a host it shares with the web server the pages get the CPU first and training takes what is left."""
+    global _niced
+    with _lock:
+        if _niced:
+            return
+        _niced = True
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(max(0, nice - os.nice(0)))
+
+
+def name_os_thread(name: str) -> str | None:
+    """Name the calling thread for the OS too (Linux: ``top -H``, /proc/<pid>/task/<tid>/comm), so the CPU that
+    training takes can be told from the rest of the worker's (tests/load reads it); returns the name it had (None
+    where the OS does not say, and then it does nothing)."""
+    path = f"/proc/self/task/{threading.get_native_id()}/comm"
+    try:
+        with open(path) as comm:
+            before = comm.read().strip()
+        with open(path, "w") as comm:
+            comm.write(name[:15])
+    except OSError:
+        return None
+    return before

@@ -10,8 +10,9 @@ is up:
   (:class:`seqviz.progress.Report`) written to the run's row at most every ``seqviz.limits.TRAIN_REPORT_EVERY_S``
   seconds, and at once when the phase changes or a snapshot is taken.
 - **Control in**: each write reads back whether the visitor asked to stop, and when somebody of the run's lab
-  last looked at a page; nobody for ``orphan_timeout_s`` stops the run, keeping what it learned. A lab that was
-  forgotten meanwhile ends the run unsaved.
+  last looked at a page; nobody for ``orphan_timeout_s`` (past the LAB_SEEN_EVERY_S a look may be newer than the
+  store says) stops the run, keeping what it learned (unless it stopped before its first step: nothing learned).
+  A lab that was forgotten meanwhile ends the run unsaved.
 - **Saved points**: every ``seqviz.limits.TRAIN_SAVE_EVERY_S`` seconds of training, the model, the optimiser and
   the random states (:class:`seqviz.train.TrainState`) go to the run's row. If the worker dies, Dask starts the
   task again on another worker, which goes on from that point (:func:`seqviz.store.runs.begin` rolls the record
@@ -30,7 +31,6 @@ import contextlib
 import gc
 import os
 import pickle
-import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -39,31 +39,18 @@ from seqviz import limits
 from seqviz.progress import Report
 from seqviz.runtime import give_memory_back
 
-# A worker trains at this lower CPU priority (Unix nice), so that on a host it shares with the web server, the
-# pages get the CPU first and training takes what is left.
-WORKER_NICE = 10
-_niced = False
+WORKER_NICE = 10  # a worker trains at this Unix nice: on a host it shares with the web server, pages come first
 
 
 def dask_setup(worker) -> None:
     """Run by every worker as it starts (the app's own cluster preloads this module; on another cluster:
     ``dask worker --preload seqviz.worker``): the worker's priority lowered, and torch loaded and set to one
     thread and deterministic algorithms before the first run, instead of in its first seconds."""
-    from seqviz.runtime import configure_torch
+    from seqviz.runtime import configure_torch, lower_priority
 
-    _lower_priority()
+    lower_priority(WORKER_NICE)
     configure_torch()
     import seqviz.train  # noqa: F401  (torch and the models, imported once)
-
-
-def _lower_priority() -> None:
-    """Lower this worker process's CPU priority to WORKER_NICE, once (where the OS allows it)."""
-    global _niced
-    if _niced:
-        return
-    _niced = True
-    with contextlib.suppress(OSError, AttributeError):
-        os.nice(max(0, WORKER_NICE - os.nice(0)))
 
 
 @dataclass(frozen=True)
@@ -147,8 +134,8 @@ class _Reporter:
             self.stopped = self.gone = True
         elif control.stop:
             self.stopped = True
-        elif time.time() - control.last_seen > self.orphan_timeout_s:
-            self.stop("nobody looking")
+        elif time.time() - control.last_seen > self.orphan_timeout_s + limits.LAB_SEEN_EVERY_S:
+            self.stop("nobody looking")  # (last_seen is written at most every LAB_SEEN_EVERY_S: a look may be newer)
 
     def stop(self, reason: str) -> None:
         if not self.stopped:
@@ -163,14 +150,15 @@ def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: flo
     ended ("finished", "stopped", "failed", or "nothing to do" for a run cancelled or ended meanwhile).
     ``database_url``: the store (None: this worker's own settings, SEQVIZ_DATABASE_URL or the SQLite file)."""
     from seqviz import store
+    from seqviz.runtime import lower_priority, name_os_thread
     from seqviz.store import runs
 
     db = store.database(database_url)
-    _lower_priority()  # (done already where the worker preloaded this module)
+    lower_priority(WORKER_NICE)  # (done already where the worker preloaded this module)
     began = runs.begin(db, run_id, _worker_address(), os.getpid())
     if began is None:
         return "nothing to do"
-    thread_name = _name_os_thread("seqviz-run")  # the worker's thread lives on after the run: its name comes back
+    thread_name = name_os_thread("seqviz-run")  # the worker's thread lives on after the run: its name comes back
     reporter = _Reporter(db, run_id, orphan_timeout_s)
     try:
         return _train(db, run_id, began, reporter, max_seconds, snapshot_every_s)
@@ -179,7 +167,7 @@ def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: flo
         return "failed"
     finally:
         if thread_name:
-            _name_os_thread(thread_name)
+            name_os_thread(thread_name)
         gc.collect()
         give_memory_back()
 
@@ -204,8 +192,9 @@ def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float
     if began["saved_state"] is not None:
         try:
             resume = TrainState.from_bytes(began["saved_state"])
-        except TrainStateError as error:  # a damaged saved point: it begins again, and says so
-            reporter.note(error=f"its saved point could not be read ({error}); it began again from step 0")
+        except TrainStateError as error:  # a damaged saved point: its record begins again, and says so
+            runs.begin_again(db, run_id, f"Its worker stopped; its saved point (step {began['saved_step']}) could "
+                                         f"not be read ({error})")
     trained_before = resume.seconds if resume is not None else 0.0
     clock: dict[str, Any] = {"start": time.perf_counter(), "next_eval": 0.0, "next_snapshot": 0.0, "phase": ""}
     if began["stop"]:
@@ -245,7 +234,8 @@ def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float
         reporter.send()
         return reporter.stopped
 
-    def save_state(state) -> None:
+    def save_state(state) -> None:  # the curve up to the point is in the store first: a resumed run's is whole
+        reporter.send(force=True)
         runs.save_point(db, run_id, state.step, state.to_bytes())
 
     def progress(p) -> None:
@@ -271,8 +261,8 @@ def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float
             clock["next_snapshot"] = trained_s() + snapshot_every_s
         reporter.send(force=p.step == 1)
 
-    def finished(result) -> bool:
-        return not reporter.gone  # nobody's lab to keep it in: no evaluation, no checkpoint
+    def finished(result) -> bool:  # no evaluation, no checkpoint: nobody's lab to keep it in, or nothing learned
+        return not reporter.gone and result.steps > 0
 
     phase("data")
     recipe = driver.from_spec(spec, "trained in the app")
@@ -280,7 +270,8 @@ def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float
     trained = driver.run(recipe, progress=progress, stop=should_stop, phase=phase, finished=finished,
                          resume=resume, save_state=save_state, save_every_s=limits.TRAIN_SAVE_EVERY_S)
     result = trained.result
-    if not trained.saved:
+    if not trained.saved:  # (a gone lab's run is gone from the store too)
+        runs.end(db, run_id, "stopped", step=0, trained_s=trained_s(), stop_reason=reporter.reason)
         return "stopped"
     if snapshot_fn is not None:
         take_snapshot(trained.model, result.steps)
@@ -299,18 +290,3 @@ def _worker_address() -> str | None:
 
         return get_worker().address
     return None
-
-
-def _name_os_thread(name: str) -> str | None:
-    """Name the calling thread for the OS too (Linux: ``top -H``, /proc/<pid>/task/<tid>/comm), so the CPU that
-    training takes can be told from the rest of the worker's (tests/load reads it); returns the name it had (None
-    where the OS does not say, and then it does nothing)."""
-    path = f"/proc/self/task/{threading.get_native_id()}/comm"
-    try:
-        with open(path) as comm:
-            before = comm.read().strip()
-        with open(path, "w") as comm:
-            comm.write(name[:15])
-    except OSError:
-        return None
-    return before

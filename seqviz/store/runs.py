@@ -22,11 +22,17 @@ from seqviz.store.engine import Database
 from seqviz.store.schema import Lab, Model, Run, Snapshot
 
 
-def create(db: Database, lab_id: str, spec, watch: dict | None = None, now: float | None = None) -> str:
-    """Record a new queued run of ``spec`` (a seqviz.runs.RunSpec) for the lab; returns its id."""
+def create(db: Database, lab_id: str, spec, watch: dict | None = None, now: float | None = None,
+           admit=None) -> str:
+    """Record a new queued run of ``spec`` (a seqviz.runs.RunSpec) for the lab; returns its id. ``admit(total,
+    lab)`` (the store's and the lab's :func:`counts`) may refuse it by raising, in the same transaction: the lab's
+    row is locked first, so two servers submitting for one lab at once take turns and the second counts the first."""
     now = time.time() if now is None else now
     run_id = secrets.token_hex(16)
     with db.transaction() as session:
+        if admit is not None:
+            session.scalar(select(Lab.id).where(Lab.id == lab_id).with_for_update())
+            admit(_counts(session), _counts(session, lab_id))
         session.add(Run(id=run_id, lab_id=lab_id, name=spec.label, spec=asdict(spec), watch=watch, status="queued",
                         step=0, steps=spec.steps_to_run, trained_s=0.0, losses=[], metric_history=[],
                         stop_requested=False, attempts=0, saved_step=0, submitted_at=now, updated_at=now))
@@ -35,11 +41,15 @@ def create(db: Database, lab_id: str, spec, watch: dict | None = None, now: floa
 
 def counts(db: Database, lab_id: str | None = None) -> dict[str, int]:
     """Runs queued and running, across the store (or of one lab)."""
+    with db.transaction(reading=True) as session:
+        return _counts(session, lab_id)
+
+
+def _counts(session, lab_id: str | None = None) -> dict[str, int]:
     query = select(Run.status, func.count(Run.id)).where(Run.status.in_(ACTIVE)).group_by(Run.status)
     if lab_id is not None:
         query = query.where(Run.lab_id == lab_id)
-    with db.transaction(reading=True) as session:
-        found = dict(session.execute(query).all())
+    found = dict(session.execute(query).all())
     return {status: int(found.get(status, 0)) for status in ACTIVE}
 
 
@@ -75,10 +85,22 @@ def begin(db: Database, run_id: str, worker: str | None, pid: int, now: float | 
             run.step = run.saved_step
             run.losses = [pair for pair in run.losses if pair[0] <= run.saved_step]
             run.metric_history = [pair for pair in run.metric_history if pair[0] <= run.saved_step]
+            session.execute(delete(Snapshot).where(Snapshot.run_id == run_id, Snapshot.step > run.saved_step))
         run.status, run.phase, run.worker, run.worker_pid, run.updated_at = "running", "starting", worker, pid, now
         run.started_at = run.started_at or now
         return {"spec": dict(run.spec), "watch": run.watch, "lab_id": run.lab_id, "saved_state": run.saved_state,
                 "saved_step": run.saved_step, "attempts": run.attempts, "stop": run.stop_requested}
+
+
+def begin_again(db: Database, run_id: str, why: str) -> None:
+    """The run's saved point could not be used: its record starts again from step 0, saying ``why``."""
+    with db.transaction() as session:
+        run = session.get(Run, run_id)
+        if run is None or run.status != "running":
+            return
+        run.note = f"{why}; it began again from step 0."[:1000]
+        run.step, run.saved_step, run.saved_state, run.losses, run.metric_history = 0, 0, None, [], []
+        session.execute(delete(Snapshot).where(Snapshot.run_id == run_id))
 
 
 def report(db: Database, run_id: str, record: Report, now: float | None = None) -> Control:
