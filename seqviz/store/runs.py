@@ -107,7 +107,7 @@ def report(db: Database, run_id: str, record: Report, now: float | None = None) 
     """Append the worker's report to the run; returns whether to stop and when the lab last looked."""
     now = time.time() if now is None else now
     with db.transaction() as session:
-        run = session.get(Run, run_id)
+        run = session.get(Run, run_id, with_for_update=True)  # two reports at once: one waits, none lost
         if run is None or run.status != "running":
             return Control(stop=True, last_seen=None)
         if record.losses:
@@ -132,8 +132,12 @@ def _thin_snapshots(session, run_id: str) -> None:
     session.flush()
     ids = list(session.scalars(select(Snapshot.id).where(Snapshot.run_id == run_id).order_by(Snapshot.step.desc(),
                                                                                           Snapshot.id.desc())))
-    if len(ids) > limits.TRAIN_MAX_SNAPSHOTS:
-        session.execute(delete(Snapshot).where(Snapshot.id.in_(ids[1::2])))
+    gone = []
+    while len(ids) > limits.TRAIN_MAX_SNAPSHOTS:  # one report may bring many: halve until within the limit
+        gone += ids[1::2]
+        ids = ids[0::2]
+    if gone:
+        session.execute(delete(Snapshot).where(Snapshot.id.in_(gone)))
 
 
 def save_point(db: Database, run_id: str, step: int, state: bytes) -> None:

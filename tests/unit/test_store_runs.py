@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict
 
 import pytest
-from store_fixtures import backend, count, in_threads, meeting_at_first_write, named, spec
+from store_fixtures import count, in_threads, meeting_at_first_write, named, spec
 
 from seqviz import limits
 from seqviz.progress import ACTIVE, Control, Report
@@ -175,8 +175,6 @@ def test_snapshots_are_thinned_to_the_limit_keeping_the_newest(db, monkeypatch):
     assert steps[0] == 1 and len(steps) >= 4  # the run's first look stays; the others thin out
 
 
-@pytest.mark.xfail(strict=True, reason="seqviz.store.runs._thin_snapshots halves the snapshots once per report: a "
-                   "report that brings more than the room left leaves more than TRAIN_MAX_SNAPSHOTS")
 def test_a_report_of_many_snapshots_is_thinned_to_the_limit_too(db, monkeypatch):
     monkeypatch.setattr(limits, "TRAIN_MAX_SNAPSHOTS", 8)
     lab = _lab(db)
@@ -231,15 +229,11 @@ def test_a_report_on_a_run_that_is_gone_says_stop(db):
     assert runs.begin(db, run_id, "worker", 1) is None
 
 
-def test_two_workers_reporting_to_one_run_at_once_lose_no_loss(db, request):
-    if backend(db) == "postgresql":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "seqviz.store.runs.report reads the run without a row lock (session.get, no with_for_update): on "
-            "PostgreSQL two reports at once both append to the same losses and the second write drops the first's")))
+def test_two_workers_reporting_to_one_run_at_once_lose_no_loss(db):
     lab = _lab(db)
     run_id = runs.create(db, lab, spec())
     runs.begin(db, run_id, "worker", 1)
-    with meeting_at_first_write(db, timeout_s=10.0):  # the two always meet: no lock makes one wait
+    with meeting_at_first_write(db, timeout_s=10.0):  # they meet, unless the row lock makes one wait
         results = in_threads(lambda: runs.report(db, run_id, Report(step=1, losses=[(1, 1.0)])),
                              lambda: runs.report(db, run_id, Report(step=2, losses=[(2, 0.5)])))
     assert all(isinstance(result, Control) for result in results), results
