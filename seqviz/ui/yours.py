@@ -285,11 +285,7 @@ def _join() -> None:
         lab.failed(error)
         st.session_state[LAB_MESSAGE_KEY] = ("error", f"The lab was not joined: {error}")
         return
-    for key in (CODE_KEY, UPLOAD_MESSAGE_KEY):
-        st.session_state.pop(key, None)
-    lab.changed(_LISTED)
-    st.session_state[LAB_MESSAGE_KEY] = ("success", "Joined: this browser now works in that lab, and any models it "
-                                                    "had here moved there.")
+    _in_another_lab("Joined: this browser now works in that lab, and any models it had here moved there.")
 
 
 def _forget() -> None:
@@ -300,11 +296,15 @@ def _forget() -> None:
         lab.failed(error)
         st.session_state[LAB_MESSAGE_KEY] = ("error", f"The lab was not forgotten: {error}")
         return
+    _in_another_lab("Forgotten: that lab's models and runs are deleted. This browser has a new, empty lab.")
+
+
+def _in_another_lab(message: str) -> None:
+    """This session works in another lab now: its code and upload message go, its models are read again."""
     for key in (CODE_KEY, UPLOAD_MESSAGE_KEY):
         st.session_state.pop(key, None)
     lab.changed(_LISTED)
-    st.session_state[LAB_MESSAGE_KEY] = ("success", "Forgotten: that lab's models and runs are deleted. This browser "
-                                                    "has a new, empty lab.")
+    st.session_state[LAB_MESSAGE_KEY] = ("success", message)
 
 
 @st.fragment(run_every=WATCH_EVERY_S)
