@@ -17,6 +17,7 @@ report). The report goes to benchmarks/report.md, the same figures to benchmarks
     python -m benchmarks --sections presets,app   # only "Train your own"
     python -m benchmarks --sections typing,widgets,cpu,growth,cold   # only the browser's sections
     python -m benchmarks --sections translators   # our translators against the tutorial's (benchmarks/translators.py)
+    python -m benchmarks --sections store         # the lab store: checkpoints, a class's size, restarts, a lost worker
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "benchmarks" / "report.md"
 REPORT_JSON = ROOT / "benchmarks" / "report.json"
 BROWSER = ("typing", "widgets", "cpu", "growth", "cold")  # benchmarks/browser.py
-SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER, "explain", "translators")
+SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER, "explain", "store", "translators")
 OPTIONAL: tuple[str, ...] = ()  # sections measured only when named in --sections (none now)
 
 
@@ -172,6 +173,11 @@ def main() -> None:
 
         figures["explain"] = explain.measure(quick=args.quick)
         report.append(explain.markdown(figures["explain"]))
+    if "store" in sections:
+        from benchmarks import store
+
+        figures["store"] = store.measure(quick=args.quick)
+        report.append(store.markdown(figures["store"]))
     if "translators" in sections:
         from benchmarks import translators
 
