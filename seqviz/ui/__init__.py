@@ -179,7 +179,7 @@ def moved_notice() -> None:
     if not st.session_state.get(_MOVED_KEY):
         st.session_state[_MOVED_KEY] = True
         st.toast("Your server stopped: you are on another one now." + ("" if lost else " Your lab came with you."),
-                 icon=":material/swap_horiz:")
+                 icon=":material/swap_horiz:", duration="long")
     if lost:
         st.sidebar.warning(
             f"The server you were on ({escape_markdown(was)}) stopped, and you were moved to one that does not share "
