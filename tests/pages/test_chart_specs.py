@@ -10,6 +10,7 @@ import json
 import pytest
 from altair.utils.schemapi import validate_jsonschema
 from altair.vegalite.v6.schema.core import load_schema
+from conftest import all_text, set_sentence
 
 from seqviz.story import PAGES
 
@@ -65,8 +66,6 @@ def _same_charts_new_tables(before, after) -> None:
 def test_a_new_sentence_sends_new_tables_and_the_same_charts(open_page, script):
     """The browser keeps a chart whose spec is unchanged and only swaps its data: much cheaper than compiling
     a new one. So a new sentence (of a similar length) must change tables, never a spec."""
-    from conftest import set_sentence
-
     at = open_page(script, s="where is my parcel ?")
     before = _sent(at)
     _same_charts_new_tables(before, _sent(set_sentence(at, "my red phone never arrived .")))
@@ -133,8 +132,6 @@ def test_the_chapters_diamond_is_on_the_gradient_chart(open_page):
     gradient = next(s for s in specs if "gradient reaches" in json.dumps(s.get("title", "")))
     marks = json.dumps(gradient)
     assert '"shape": "diamond"' in marks
-    from conftest import all_text
-
     assert "the diamond" in all_text(at)
     sent = {d.name: d for c in _charts(at._tree) for d in c.proto.datasets}
     reference = [name for name in _named_data(gradient) if name != "table"]
