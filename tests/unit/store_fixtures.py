@@ -1,7 +1,7 @@
 """Helpers for the lab store's tests (tests/unit/test_store_*.py): a fresh store on SQLite or PostgreSQL, checkpoint
 files, run specs, rows counted in every table, store calls run in threads at once and meeting at their first write.
 
-The ``db`` fixture (tests/unit/conftest.py) gives each test a fresh `seqviz.store.Database` on both backends: a new
+The ``db`` fixture (tests/conftest.py) gives each test a fresh `seqviz.store.Database` on both backends: a new
 SQLite file in the test's folder, or the tests' PostgreSQL server (the ``postgres`` fixture) whose app database is
 migrated once per session and emptied (TRUNCATE) before each test. A test that needs an empty database (no tables)
 asks `PostgresStore.fresh_database` for one of its own.
