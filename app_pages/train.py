@@ -16,9 +16,11 @@ st.markdown(
 
 spec = training.form()
 tokens = ui.sentence_tokens("Type a sentence in the sidebar: snapshots show how the model reads it.")
-if st.button("Start training", type="primary", icon=":material/play_arrow:", disabled=spec is None):
+no_lab = training.lab_unavailable()
+if st.button("Start training", type="primary", icon=":material/play_arrow:", disabled=spec is None or no_lab):
     training.start(spec, tokens)
-training.server_status()
+if not no_lab:
+    training.server_status()
 
 
 def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:

@@ -75,8 +75,26 @@ def my_runs(snapshots: bool = True) -> list:
             found = manager().runs_of(lab_id, snapshots=snapshots)
         return found
     except StoreUnavailable as error:
-        st.error(f"Your runs cannot be read now: {error}", icon=":material/cloud_off:")
+        st.error(f"Your runs cannot be read now: {_escape(str(error))}", icon=":material/cloud_off:")
         return []
+
+
+def lab_unavailable() -> bool:
+    """Whether this browser's lab cannot be reached now (the lab store is down); if so, says so on the page. Runs
+    are kept in the lab, so none can be started or shown until it is back (a full run tries it again)."""
+    if lab.lab_id() is not None:
+        return False
+    problem = (lab.problem() or "the lab store is unavailable").rstrip(".")
+    st.error(f"Training is not available now: your runs and models are kept in your lab, in the lab store, which "
+             f"cannot be reached: {_escape(problem)}. Every other page works with the shipped models; this page "
+             "tries again each time it runs (reload it in a minute).", icon=":material/cloud_off:")
+    return True
+
+
+def _escape(text: str) -> str:
+    from seqviz.ui import escape_markdown
+
+    return escape_markdown(text)
 
 
 # --- The form -------------------------------------------------------------------------------------
@@ -195,6 +213,9 @@ def start(spec, tokens: tuple[str, ...] | None) -> None:
         return
     try:
         manager().submit(lab_id, spec, watch=SnapshotView.for_run(spec, tokens, story.models("watch")))
+        # This session has seen the lab train: when the run ends, the sidebar's status line runs the page whole
+        # again, even if it ends between this session's next look at Your models and at its runs.
+        st.session_state[SEEN_ACTIVE_KEY] = True
     except RunRefused as error:
         st.error(str(error), icon=":material/hourglass_top:")
     except StoreUnavailable as error:
@@ -264,6 +285,7 @@ def server_status() -> None:
 
 def _server_status() -> None:
     from seqviz.cluster import CONNECT_TIMEOUT_S
+    from seqviz.store import StoreUnavailable
 
     server = manager()
     problem = server.unavailable(wait_s=CONNECT_TIMEOUT_S + 1)
@@ -271,7 +293,12 @@ def _server_status() -> None:
         st.error(f"Training is unavailable on this server: {problem}. Every other page works; the server's "
                  "operator can fix the training cluster (README, Train your own).", icon=":material/cloud_off:")
         return
-    load = server.load()
+    try:
+        load = server.load()
+    except StoreUnavailable as error:  # runs are records in the lab store: without it, nothing trains or shows
+        st.error(f"Training is unavailable now: the lab store, which keeps every run, cannot be used: "
+                 f"{_escape(str(error))}", icon=":material/cloud_off:")
+        return
     at_once = f"{load['max_running']} runs at a time" if load["max_running"] != 1 else "one run at a time"
     text = (f"This server trains {at_once} for everyone who uses it, each in a worker process of its own; other "
             f"runs wait in a queue. Now: {load['running']} training, {load['queued']} waiting")
