@@ -1,11 +1,25 @@
-"""A visitor trains a translator on /train, watches it learn, uses it on /attention, and a second visitor loads it."""
+"""A visitor trains a translator on /train, watches it learn, uses it on /attention, and a second visitor loads it;
+a run is the browser's (its lab's, kept by the cookie seqviz_lab), not the tab's: a reload and a second tab show it
+going on, its place in the queue while it waits, the note of a lost worker; another browser sees none of it.
+
+Screenshots for a person to look at, in test-output/screenshots/: train-running, train-finished,
+attention-trained-model, and train-lab-* (the run's panel queued, after a reload, with the note of a lost worker,
+ended; the sidebar's status line; at desktop size and, in a phone-sized second tab, at phone size).
+"""
 
 import contextlib
+import os
 import re
+import signal
+import tempfile
 import time
+from pathlib import Path
 
+import psutil
 import pytest
 from browsing import (
+    ROOT,
+    SHOTS,
     assert_no_exception,
     full_page_screenshot,
     go_to,
@@ -16,6 +30,7 @@ from browsing import (
 )
 from playwright.sync_api import expect
 
+from seqviz import browser as harness
 from seqviz.limits import MAX_MODEL_NAME_CHARS
 
 pytestmark = pytest.mark.browser
@@ -27,16 +42,6 @@ STEPS = 300
 BATCH = 32
 HIDDEN = 64
 STEP_TEXT = re.compile(r"Step (\d+) of (\d+)")
-
-
-
-
-
-
-
-
-
-
 
 
 def read_step(progress) -> tuple[int, int] | None:
@@ -152,3 +157,241 @@ def test_the_form_keeps_its_settings_across_pages(app_url, page):
     main = page.get_by_test_id("stMain")
     expect(main.get_by_role("spinbutton", name="Steps", exact=True)).to_have_value(str(STEPS))
     expect(main.get_by_role("spinbutton", name="Batch size", exact=True)).to_have_value(str(BATCH))
+
+
+# --- A run is the browser's, not the tab's -------------------------------------------------------------------------
+
+# A run that trains until the test stops it: the quick translator at hidden 64, 5000 steps of 32 pairs (the time
+# limit, TRAIN_MAX_SECONDS of training, ends it at the latest).
+LONG_STEPS = 5000
+NOTE = re.compile(r"went on from its last saved point|before a point was saved")
+
+
+@pytest.fixture(scope="module")
+def own_server():
+    """A server of this module's own: one training worker (so a second run waits in the queue, whatever the
+    machine) and a lab store of its own (no other server's run manager hands its runs to another cluster)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="seqviz-train-store-") as data:
+        env = {"SEQVIZ_DATA_DIR": data, "SEQVIZ_TRAIN_WORKERS": "1"}
+        with harness.streamlit_server(ROOT / "test-output" / "streamlit-train-lab.log", env=env) as server:
+            server.store = f"sqlite:///{Path(data) / 'seqviz.db'}"
+            yield server
+
+
+def long_run(page, hidden: int = HIDDEN) -> None:
+    set_number(page, "Hidden", hidden)
+    set_number(page, "Steps", LONG_STEPS)
+    set_number(page, "Batch size", BATCH)
+    page.get_by_test_id("stMain").get_by_role("button", name="Start training", exact=True).click()
+
+
+def steps_going_on(page, count: int = 2, timeout_s: float = 120) -> list[int]:
+    """The step the run's progress bar shows, read until it has moved ``count`` times (or ``timeout_s`` passed)."""
+    progress = page.get_by_test_id("stMain").get_by_test_id("stProgress").filter(has_text=STEP_TEXT)
+    seen: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while len(seen) < count + 1 and time.monotonic() < deadline:
+        step = read_step(progress)
+        if step and (not seen or step[0] != seen[-1]):
+            seen.append(step[0])
+        page.wait_for_timeout(300)
+    return seen
+
+
+def lab_runs(store: str, context) -> list:
+    """The runs of the lab whose key the browser ``context`` keeps, as the server's store has them (RunState)."""
+    from sqlalchemy import select
+
+    from seqviz.store import database, labs, runs
+    from seqviz.store.schema import LabKey
+
+    (key,) = [c["value"] for c in context.cookies() if c["name"] == "seqviz_lab"]
+    db = database(store)
+    with db.transaction(reading=True) as session:
+        lab_id = session.scalar(select(LabKey.lab_id).where(LabKey.key_hash == labs.digest(key)))
+    return runs.states(db, lab_id, snapshots=False)
+
+
+def run_row(store: str, run_id: str) -> dict:
+    """What the store has of a run that a page does not show (its saved point, its worker, its attempts)."""
+    from seqviz.store import database
+    from seqviz.store.schema import Run
+
+    with database(store).transaction(reading=True) as session:
+        run = session.get(Run, run_id)
+        return {name: getattr(run, name) for name in ("status", "step", "saved_step", "worker_pid", "attempts",
+                                                      "phase", "note")}
+
+
+def store_until(store: str, run_id: str, test, timeout_s: float) -> dict:
+    """The run's row once ``test(row)`` holds (or after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while not test(row := run_row(store, run_id)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return row
+
+
+def shot(page, name: str, show=None) -> None:
+    """The screen as the visitor sees it, ``show`` (a locator) scrolled into view first."""
+    if show is not None:
+        with contextlib.suppress(Exception):  # redrawn meanwhile: the screen as it is
+            show.first.scroll_into_view_if_needed(timeout=5_000)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def open_sidebar(page) -> None:
+    opener = page.get_by_test_id("stExpandSidebarButton")
+    if opener.is_visible():
+        opener.click()
+    expect(page.get_by_test_id("stSidebar").get_by_role("textbox", name="Sentence", exact=True)).to_be_in_viewport()
+
+
+def close_sidebar(page) -> None:
+    closer = page.get_by_test_id("stSidebarCollapseButton")
+    if closer.count() and page.get_by_test_id("stSidebar").get_by_role("textbox", name="Sentence").is_visible():
+        page.get_by_test_id("stSidebar").hover()
+        closer.first.click()
+    expect(page.get_by_test_id("stExpandSidebarButton")).to_be_visible()
+
+
+def your_models(page, count: int, timeout: float = 60_000):
+    expander = page.get_by_test_id("stSidebar").get_by_test_id("stExpander").filter(has_text=f"Your models ({count})")
+    expect(expander).to_have_count(1, timeout=timeout)
+    return expander
+
+
+def test_a_run_is_the_browsers_in_every_tab_and_no_other_browsers(own_server, browser):
+    started = time.monotonic()
+    url = own_server.url
+
+    # Another browser takes the one training worker.
+    blocker_context, blocker = new_visitor(browser)
+    # This browser: one desktop tab, later a second, phone-sized tab. Yet another browser only looks.
+    context, page = new_visitor(browser)
+    other_context, other = new_visitor(browser)
+    try:
+        blocker.goto(f"{url}/train")
+        wait_for_app(blocker)
+        long_run(blocker, hidden=48)  # a run of its own name
+        blocker_main = blocker.get_by_test_id("stMain")
+        blocker_progress = blocker_main.get_by_test_id("stProgress").filter(has_text=STEP_TEXT)
+        expect(blocker_progress).to_be_visible(timeout=240_000)  # training: it has learned something to keep
+
+        # Queued: its place, at once again after a reload, and in a second tab.
+        page.goto(f"{url}/train")
+        wait_for_app(page)
+        long_run(page)
+        main = page.get_by_test_id("stMain")
+        queued = main.get_by_test_id("stAlert").filter(has_text="place 1 in the queue")
+        expect(queued).to_be_visible(timeout=60_000)
+        name = main.locator("h4").first.inner_text().strip()
+        assert name == f"dot, hidden {HIDDEN}, {LONG_STEPS} steps"
+        wait_for_app(page)
+        shot(page, "train-lab-queued-desktop", queued)
+        page.reload()
+        wait_for_app(page)
+        expect(main.locator("h4").filter(has_text=name)).to_have_count(1, timeout=5_000)
+        expect(queued).to_be_visible(timeout=5_000)
+        expect(main.get_by_role("button", name="Cancel")).to_be_visible()
+
+        tab = harness.new_page(context)
+        tab.set_viewport_size(harness.PHONE["viewport"])
+        tab.goto(f"{url}/train")
+        wait_for_app(tab)
+        tab_main = tab.get_by_test_id("stMain")
+        tab_queued = tab_main.get_by_test_id("stAlert").filter(has_text="place 1 in the queue")
+        expect(tab_queued).to_be_visible(timeout=5_000)
+        shot(tab, "train-lab-queued-phone", tab_queued)
+
+        # The other browser stops its run: it keeps what it learned, and ours leaves the queue for the worker.
+        blocker_main.get_by_role("button", name="Stop training").click()
+        expect(blocker_main.get_by_test_id("stAlert").filter(has_text=re.compile(r"Stopped when you asked after")))\
+            .to_be_visible(timeout=120_000)
+        your_models(blocker, 1)
+
+        page.bring_to_front()
+        before = steps_going_on(page, timeout_s=240)
+        assert len(before) >= 3 and before == sorted(before), f"the step did not go on: {before}"
+        wait_for_app(page)
+        page.reload()
+        wait_for_app(page)
+        progress = main.get_by_test_id("stProgress").filter(has_text=STEP_TEXT)
+        expect(progress).to_have_count(1, timeout=5_000)  # at once: the page's first run draws it
+        after = steps_going_on(page)
+        assert len(after) >= 3 and after == sorted(after) and after[0] >= before[-1], (before, after)
+        shot(page, "train-lab-after-reload-desktop", progress)
+
+        tab.bring_to_front()
+        in_tab = steps_going_on(tab)
+        assert len(in_tab) >= 3 and in_tab == sorted(in_tab), f"the second tab's step did not go on: {in_tab}"
+        expect(tab_main.locator("h4").filter(has_text=name)).to_have_count(1)
+        open_sidebar(tab)
+        status = tab.get_by_test_id("stSidebar").get_by_test_id("stProgress").filter(has_text=f"Training {name}")
+        expect(status).to_contain_text(STEP_TEXT)
+        shot(tab, "train-lab-sidebar-status-phone", status)
+        close_sidebar(tab)
+
+        page.bring_to_front()
+        go_to(page, "Attention", "attention")  # every page's sidebar says the lab trains
+        status = page.get_by_test_id("stSidebar").get_by_test_id("stProgress").filter(has_text=f"Training {name}")
+        expect(status).to_contain_text(STEP_TEXT, timeout=10_000)
+        shot(page, "train-lab-sidebar-status-desktop", status)
+        go_to(page, "Train your own", "train")
+
+        # The worker is lost (killed): the run goes on from its last saved point on another, and says so.
+        (run,) = [state for state in lab_runs(own_server.store, context) if state.status == "running"]
+        row = store_until(own_server.store, run.id, lambda r: r["saved_step"] > 0, 120)
+        assert row["saved_step"] > 0 and row["status"] == "running", f"no saved point to go on from: {row}"
+        pid = row["worker_pid"]
+        assert own_server.pid in [p.pid for p in psutil.Process(pid).parents()]  # the server's own worker
+        os.kill(pid, signal.SIGKILL)
+        row = store_until(own_server.store, run.id, lambda r: r["attempts"] > 1 or r["status"] != "running", 300)
+        assert row["attempts"] == 2 and row["worker_pid"] != pid and row["note"], f"it did not go on: {row}"
+        note = main.get_by_test_id("stCaptionContainer").filter(has_text=NOTE)
+        expect(note).to_have_count(1, timeout=30_000)
+        resumed = steps_going_on(page)
+        assert len(resumed) >= 3 and resumed == sorted(resumed), f"the step did not go on after the note: {resumed}"
+        wait_for_app(page)
+        shot(page, "train-lab-note-desktop", note)
+        tab.bring_to_front()
+        expect(tab_main.get_by_test_id("stCaptionContainer").filter(has_text=NOTE)).to_have_count(1, timeout=30_000)
+        shot(tab, "train-lab-note-phone", tab_main.get_by_test_id("stCaptionContainer").filter(has_text=NOTE))
+
+        # Stopped from the second tab: both tabs show its end, and its model in Your models.
+        stop = tab_main.get_by_role("button", name="Stop training")
+        if stop.count():  # (the time limit may have ended it first)
+            stop.click()
+        ended = re.compile(r"(Finished|Stopped)[^.]* after \d+ steps")
+        for each in (tab, page):
+            each.bring_to_front()
+            expect(each.get_by_test_id("stMain").get_by_test_id("stAlert").filter(has_text=ended))\
+                .to_be_visible(timeout=180_000)
+            wait_for_app(each)
+            expect(your_models(each, 1)).to_contain_text(name)
+            assert_no_exception(each)
+        shot(tab, "train-lab-ended-phone", tab_main.get_by_test_id("stAlert").filter(has_text=ended))
+        shot(page, "train-lab-ended-desktop", main.get_by_test_id("stAlert").filter(has_text=ended))
+        open_sidebar(tab)
+        shot(tab, "train-lab-your-models-phone", your_models(tab, 1))
+
+        # Another browser sees none of it; the one whose run it stopped sees its own model only.
+        other.goto(f"{url}/train")
+        wait_for_app(other)
+        other_main = other.get_by_test_id("stMain")
+        expect(other_main.get_by_text(re.compile(r"Now: \d+ training, \d+ waiting"))).to_have_count(1)
+        expect(other_main.get_by_role("heading", name="Your runs")).to_have_count(0)
+        expect(other_main.locator("h4")).to_have_count(0)
+        expect(other.get_by_test_id("stSidebar").get_by_test_id("stProgress")).to_have_count(0)
+        your_models(other, 0)
+        assert_no_exception(other)
+        shot(other, "train-lab-other-browser-desktop")
+        blocker.reload()
+        wait_for_app(blocker)
+        expect(your_models(blocker, 1)).not_to_contain_text(name)
+        expect(blocker.get_by_test_id("stMain").locator("h4").filter(has_text=name)).to_have_count(0)
+    finally:
+        for each in (blocker_context, context, other_context):
+            each.close()
+    print(f"a run across tabs, a reload and a lost worker in {time.monotonic() - started:.0f} s; steps before the "
+          f"reload {before}, after {after}, in the second tab {in_tab}, after the note {resumed}")

@@ -1,14 +1,28 @@
-"""/train: a visitor trains a model beside the page, sees it learn, and finds it on the other pages."""
+"""/train: a visitor trains a model beside the page, sees it learn, and finds it on the other pages.
 
+A run belongs to the browser's lab (seqviz.ui.lab), not to a session: it is a record in the lab store that a Dask
+worker trains. Every AppTest session is a browser of its own unless the test gives it a lab's cookie (the ``cookies``
+fixture, tests/pages/conftest.py): a session with the same cookie is a reload or a second tab. The lab's models are
+read from the store (seqviz.store.models.listed) and from the sidebar's Your models. The lab store is the test run's
+own folder (tests/conftest.py). Every wait is bounded; nothing asserts on timings.
+"""
+
+import re
 import time
 from pathlib import Path
 
 import pytest
-from conftest import all_text
+from conftest import all_text, lab_cookie
 from streamlit.testing.v1 import AppTest
+
+from seqviz.store import database, labs, runs
+from seqviz.store import models as stored
 
 PAGE = "app_pages/train.py"
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
+WAIT_S = 240.0  # the most a test waits for a run to start or end (a shared, slow machine)
+LONG = 3000  # steps of a run that trains for as long as a test needs it to (then it is stopped)
+STEP = re.compile(r"Step (\d+) of (\d+)")
 
 
 def open_train() -> AppTest:
@@ -19,8 +33,8 @@ def open_train() -> AppTest:
     return at
 
 
-def settle(at: AppTest, until, timeout: float = 120.0) -> AppTest:
-    """Rerun the page (as its timer would) until ``until(at)`` holds."""
+def settle(at: AppTest, until, timeout: float = WAIT_S) -> AppTest:
+    """Rerun the page (as its timer would) until ``until(at)`` holds, or ``timeout`` seconds have passed."""
     deadline = time.monotonic() + timeout
     while True:
         at.run()
@@ -30,15 +44,71 @@ def settle(at: AppTest, until, timeout: float = 120.0) -> AppTest:
         time.sleep(0.5)
 
 
-def tiny(at: AppTest, task: str = "memory", family: str = "gru", steps: int = 30) -> AppTest:
+def tiny(at: AppTest, task: str = "memory", family: str = "gru", steps: int = 30, seed: int | None = None) -> AppTest:
     at.selectbox(key="tr_task").set_value(task).run()
     at.selectbox(key="tr_family").set_value(family).run()
-    for field, value in (("embedding", 8), ("hidden", 16), ("steps", steps), ("batch_size", 16)):
+    for field, value in (("embedding", 8), ("hidden", 16), ("steps", steps), ("batch_size", 16), ("seed", seed)):
         widget = at.number_input(key=f"tr_{field}")
-        if not widget.disabled:
+        if value is not None and not widget.disabled:
             widget.set_value(value).run()
     assert not at.exception
     return at
+
+
+def press(at: AppTest, label: str) -> AppTest:
+    next(b for b in at.button if b.label == label).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def has_button(at: AppTest, label: str) -> bool:
+    return any(b.label == label for b in at.button)
+
+
+def ended(at: AppTest) -> bool:
+    """The run's panel says it ended with a model ("Finished after ...", "Stopped when you asked after ...")."""
+    return any(" after " in s.value for s in at.main.success)
+
+
+def training(at: AppTest) -> bool:
+    return has_button(at, "Stop training")
+
+
+def step(at: AppTest) -> int | None:
+    """The step the run's progress bar says it is at (None while it has none)."""
+    found = [STEP.search(p.text) for p in at.main.get("progress")]
+    return next((int(m.group(1)) for m in found if m), None)
+
+
+def lab_of(at: AppTest) -> str:
+    """The session's lab id (seqviz.ui.lab keeps it in the session's state; never shown)."""
+    found = at.session_state["_lab"].lab
+    assert found is not None
+    return found
+
+
+def lab_models(at: AppTest) -> list:
+    """The session's lab's models, as the store lists them."""
+    return stored.listed(database(), lab_of(at))
+
+
+def your_models(at: AppTest) -> str:
+    """The sidebar's expander label: "Your models (n)"."""
+    return next(e.label for e in at.sidebar.expander if e.label.startswith("Your models"))
+
+
+def run_names(at: AppTest) -> list[str]:
+    """The runs' headings in the panel (the markdown "#### name")."""
+    return [str(m.value)[5:].replace("\\", "") for m in at.main.markdown if str(m.value).startswith("#### ")]
+
+
+def stop_and_end(at: AppTest) -> AppTest:
+    """Stop this lab's run (Cancel a queued one) and wait until it has ended: no run left for the next test."""
+    if training(at):
+        press(at, "Stop training")
+    elif has_button(at, "Cancel"):
+        press(at, "Cancel")
+    return settle(at, lambda a: not training(a) and not has_button(a, "Cancel"))
 
 
 def test_the_form_starts_on_the_quick_attention_translator():
@@ -68,28 +138,133 @@ def test_the_form_keeps_its_settings_while_the_visitor_is_elsewhere():
 
 def test_a_tiny_run_ends_and_its_model_is_on_other_pages():
     at = tiny(open_train())
-    next(b for b in at.button if b.label == "Start training").click().run()
-    assert not at.exception
-    settle(at, lambda a: any("after" in s.value.lower() for s in a.success))
+    press(at, "Start training")
+    settle(at, ended)
+    assert ended(at), all_text(at)
     text = all_text(at)
     assert "Watch it learn" in text
     assert [b.label for b in at.get("download_button")].count("Download checkpoint") >= 1
     assert any("shipped memory-gru" in column for column in at.table[0].value.columns)
-    # the model joined this session's models, and the memory comparison offers it
+    # the model is in the lab's models (the store, the sidebar), and the memory comparison offers it
+    (model,) = lab_models(at)
+    assert model.origin == "trained here" and (model.family, model.task) == ("gru", "memory")
     at.switch_page("app_pages/vanishing_gradients.py").run()
     assert not at.exception
+    assert your_models(at) == "Your models (1)"
     mine = [o for o in at.multiselect(key="memory").options if o.endswith("(yours)")]
-    assert len(mine) == 1
-    (model,) = list(at.session_state["_your_models"])
-    assert model.origin == "trained here" and model.ref.label == mine[0]
-    at.multiselect(key="memory").set_value([model.ref.label, "memory-gru"]).run()
+    assert mine == [f"{model.name} (yours)"]
+    at.multiselect(key="memory").set_value([mine[0], "memory-gru"]).run()
     assert not at.exception
     assert "Your own models are drawn as they are now" in all_text(at)
-    # another session does not see it
+    # another browser (another session, no cookie: a lab of its own) does not see it
     other = AppTest.from_file(APP, default_timeout=120)
     other.run()
     other.switch_page("app_pages/vanishing_gradients.py").run()
+    assert lab_of(other) != lab_of(at) and not lab_models(other)
     assert not any(o.endswith("(yours)") for o in other.multiselect(key="memory").options)
+    assert your_models(other) == "Your models (0)"
+
+
+def test_a_reload_or_a_second_tab_shows_the_labs_run_and_another_browser_none_of_it(cookies):
+    first = tiny(open_train(), steps=LONG)
+    press(first, "Start training")
+    name = run_names(first)[0]
+    key = lab_cookie(first)["key"]
+
+    cookies["seqviz_lab"] = key  # a reload, or a second tab of the same browser: the same cookie
+    again = open_train()
+    assert lab_of(again) == lab_of(first)
+    assert "Your runs" in [h.value for h in again.subheader] and run_names(again) == [name]
+    assert training(again) or has_button(again, "Cancel"), all_text(again)  # in progress: training or queued
+    settle(again, lambda a: (step(a) or 0) > 0)
+    seen = step(again)
+    assert seen, all_text(again)
+    settle(again, lambda a: (step(a) or 0) > seen)  # its progress goes on in this tab too
+    assert step(again) > seen
+    # the sidebar of every page says the lab trains
+    again.switch_page("app_pages/attention.py").run()
+    assert any(f"Training {name}" in p.text for p in again.sidebar.get("progress")), all_text(again)
+    again.switch_page(PAGE).run()
+
+    # another browser (another lab's cookie) sees none of it
+    cookies["seqviz_lab"] = labs.open_lab(database(), None).key
+    other = open_train()
+    assert lab_of(other) != lab_of(first)
+    assert "Your runs" not in [h.value for h in other.subheader] and not run_names(other)
+    assert not has_button(other, "Stop training") and not other.sidebar.get("progress")
+
+    # Stop in the second tab: the run stops, keeping what it learned, and both tabs show its model
+    press(again, "Stop training")
+    settle(first, ended)
+    assert any("Stopped when you asked after" in s.value for s in first.main.success), all_text(first)
+    settle(again, ended)
+    (model,) = lab_models(first)
+    assert model.name == name and model.origin == "trained here"
+    for tab in (first, again):
+        assert your_models(tab) == "Your models (1)"
+        assert [b.label for b in tab.main.get("download_button")].count("Download checkpoint") == 1
+    other.run()
+    assert your_models(other) == "Your models (0)" and not lab_models(other) and not run_names(other)
+
+
+def test_one_lab_has_one_run_at_a_time(cookies):
+    first = tiny(open_train(), steps=LONG, seed=1)
+    press(first, "Start training")
+    assert training(first) or has_button(first, "Cancel"), all_text(first)
+    # the same settings again (a second click): nothing new starts, and it says so
+    press(first, "Start training")
+    assert "already training" in "\n".join(i.value for i in first.main.info)
+    # other settings: refused, in words, while the first is queued or training
+    tiny(first, steps=LONG, seed=2)
+    press(first, "Start training")
+    refused = "\n".join(e.value for e in first.main.error)
+    assert "You already have a run queued or training" in refused and "stop it or wait" in refused, refused
+    # a second tab of the same browser is the same lab: refused too
+    cookies["seqviz_lab"] = lab_cookie(first)["key"]
+    second = tiny(open_train(), steps=LONG, seed=3)
+    press(second, "Start training")
+    assert "You already have a run queued or training" in "\n".join(e.value for e in second.main.error)
+    mine = runs.counts(database(), lab_of(first))
+    assert mine["queued"] + mine["running"] == 1, mine
+    assert len(run_names(second)) == 1
+    stop_and_end(first)
+    # the run ended: the lab may start another
+    first.run()
+    assert not first.main.error
+
+
+def test_a_run_that_ends_while_the_page_runs_is_in_your_models_at_once(monkeypatch):
+    """The sidebar lists Your models before the page reads the runs: a run that ends in between (its model kept)
+    must not leave the page saying it ended while Your models lacks its model (the sidebar's status line runs
+    the page whole again). The first full run after Start, as a quick run's end often falls in it."""
+    from seqviz.ui import yours
+
+    at = tiny(open_train(), steps=LONG)
+    press(at, "Start training")
+    lab_id, db = lab_of(at), database()
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:  # training, as the store says (no page run in between)
+        (state,) = runs.states(db, lab_id, snapshots=False)
+        if state.status == "running" and state.step > 0:
+            break
+        time.sleep(0.3)
+    assert state.status == "running" and state.step > 0, state
+
+    listing = yours.sidebar
+
+    def listed_then_the_run_ends() -> None:
+        listing()  # Your models listed: then the run is stopped and ends, keeping what it learned
+        runs.request_stop(db, lab_id, state.id)
+        until = time.monotonic() + WAIT_S
+        while not runs.states(db, lab_id, snapshots=False)[0].ended and time.monotonic() < until:
+            time.sleep(0.2)
+
+    monkeypatch.setattr(yours, "sidebar", listed_then_the_run_ends)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Stopped when you asked after" in s.value for s in at.main.success), all_text(at)
+    assert len(lab_models(at)) == 1
+    assert your_models(at) == "Your models (1)"
 
 
 @pytest.mark.parametrize(("task", "family", "snapshot"), [
@@ -101,29 +276,49 @@ def test_a_tiny_run_ends_and_its_model_is_on_other_pages():
 ])
 def test_every_kind_of_model_trains_from_the_page(task, family, snapshot):
     at = tiny(open_train(), task=task, family=family, steps=10)
-    next(b for b in at.button if b.label == "Start training").click().run()
-    settle(at, lambda a: any("after" in s.value.lower() for s in a.success), timeout=180)
-    assert not at.exception
+    press(at, "Start training")
+    settle(at, ended)
+    assert ended(at), all_text(at)
     assert [b.label for b in at.main.get("download_button")].count("Download checkpoint") == 1
-    (model,) = list(at.session_state["_your_models"])
-    assert model.ref.family == family and model.ref.task == task
+    (model,) = lab_models(at)
+    assert (model.family, model.task, model.origin) == (family, task, "trained here")
+    assert your_models(at) == "Your models (1)"
     if snapshot:
         text = all_text(at) + "\n".join(str(c.proto.spec) for c in at.get("vega_lite_chart"))
-        assert snapshot in text
+        assert snapshot in text, text[-3000:]
 
 
-def test_a_second_run_waits_for_the_first_and_can_be_cancelled():
-    first = tiny(open_train(), steps=3000)
-    next(b for b in first.button if b.label == "Start training").click().run()
-    settle(first, lambda a: any(b.label == "Stop training" for b in a.button))  # on its worker
+def test_a_second_run_waits_for_the_first_and_can_be_cancelled(cookies):
+    from seqviz.ui.training import manager
+
+    # Every training worker busy, each with a run of a lab of its own (one worker on a small machine).
+    busy = []
+    for _ in range(manager().load()["max_running"]):
+        blocker = tiny(open_train(), steps=LONG)
+        press(blocker, "Start training")
+        busy.append(settle(blocker, training))
+        assert training(blocker), all_text(blocker)
+    first = busy[0]
     second = tiny(open_train(), steps=20)
-    next(b for b in second.button if b.label == "Start training").click().run()
-    assert not second.exception
-    assert "place 1 in the queue" in all_text(second)
-    next(b for b in second.button if b.label == "Cancel").click().run()
+    press(second, "Start training")
+    assert "place 1 in the queue" in all_text(second), all_text(second)
+    # its place shows in a second tab of its browser too
+    cookies["seqviz_lab"] = lab_cookie(second)["key"]
+    second_tab = open_train()
+    assert "place 1 in the queue" in all_text(second_tab) and has_button(second_tab, "Cancel")
+    press(second, "Cancel")
     assert "Cancelled" in all_text(second)
-    next(b for b in first.button if b.label == "Stop training").click().run()
-    settle(first, lambda a: any("stopped when you asked" in s.value.lower() for s in a.success))
+    second_tab.run()
+    assert "Cancelled" in all_text(second_tab) and not has_button(second_tab, "Cancel")
+    # Stop keeps what was learned: the stopped run's model is in its lab; the cancelled one left none
+    press(first, "Stop training")
+    settle(first, lambda a: any("stopped when you asked" in s.value.lower() for s in a.main.success))
+    assert any("stopped when you asked" in s.value.lower() for s in first.main.success), all_text(first)
+    (model,) = lab_models(first)
+    assert model.origin == "trained here" and your_models(first) == "Your models (1)"
+    assert not lab_models(second) and your_models(second) == "Your models (0)"
+    for blocker in busy[1:]:
+        stop_and_end(blocker)
 
 
 def test_every_held_out_measure_is_named_in_words():
