@@ -7,19 +7,25 @@ from seqviz import ui
 from seqviz.story import HOME, STORY
 from seqviz.ui import lab, training, yours
 
-st.set_page_config(page_title="seqviz: sequences and the road to attention", page_icon=":material/route:",
-                   layout="wide")
 
-pages = [st.Page(HOME.script, title=HOME.title, icon=HOME.icon, default=True)] + [
-    st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path) for p in STORY
-]
-page = st.navigation(pages)
-ui.page_style()
-lab.begin()
+def main() -> None:
+    st.set_page_config(page_title="seqviz: sequences and the road to attention", page_icon=":material/route:",
+                       layout="wide")
+    pages = [st.Page(HOME.script, title=HOME.title, icon=HOME.icon, default=True)] + [
+        st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path) for p in STORY
+    ]
+    page = st.navigation(pages)
+    ui.page_style()
+    lab.begin()
+    st.sidebar.title("seqviz")
+    ui.sentence_input()
+    yours.sidebar()
+    training.sidebar_status()
+    ui.moved_notice()
+    page.run()
 
-st.sidebar.title("seqviz")
-ui.sentence_input()
-yours.sidebar()
-training.sidebar_status()
-ui.moved_notice()
-page.run()
+
+# Streamlit runs this file as __main__; the training workers, started by multiprocessing's spawn, import it again
+# as __mp_main__ and must not run the app.
+if __name__ == "__main__":
+    main()

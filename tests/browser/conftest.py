@@ -15,9 +15,12 @@ from seqviz import browser as harness
 
 
 @pytest.fixture(scope="session")
-def app_url():
+def app_url(tmp_path_factory):
+    """The shared server, on a lab store of its own: its run manager never takes the runs of the tests' own stores
+    (or of another server's) for runs to recover."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with harness.streamlit_server(ROOT / "test-output" / "streamlit.log") as server:
+    store = tmp_path_factory.mktemp("app-store")
+    with harness.streamlit_server(ROOT / "test-output" / "streamlit.log", {"SEQVIZ_DATA_DIR": str(store)}) as server:
         yield server.url
 
 

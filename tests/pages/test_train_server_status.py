@@ -132,10 +132,6 @@ def test_the_store_failing_under_an_open_page_is_said_and_nothing_raises(monkeyp
     assert "Your runs cannot be read now" in said and "disk I/O error" in said
 
 
-@pytest.mark.xfail(strict=True, reason="app.py runs in every training worker as it starts (Streamlit leaves "
-                   "sys.modules['__main__'] as the app script; Dask's nanny spawns workers, which run that file as "
-                   "__mp_main__): each opens a lab and a RunManager; fix: app.py's body under `if __name__ == "
-                   "'__main__':`")
 def test_a_training_worker_does_not_run_the_app():
     """The app's own cluster's workers are spawned processes: none of them may run app.py (each would open a lab in
     the store, run the home page, and start a run manager that tries to start a cluster of its own every 15 s,
