@@ -110,9 +110,13 @@ active = any(run.status in ("queued", "running") for run in runs)
 @st.fragment(run_every=training.POLL_S if active else None)
 def panel() -> None:
     runs_now = training.my_runs()
-    # A run ended since the page last ran whole: its model is in Your models (the sidebar, every picker) and the
-    # page runs whole again, which also stops this polling.
-    if active and not any(r.status in ("queued", "running") for r in runs_now):
+    # A run ended since the page last ran whole (or since the sidebar listed Your models in this run): its model is
+    # in Your models (the sidebar, every picker) and the page runs whole again, which also stops this polling.
+    ended = {r.id for r in runs_now if r.ended}
+    known = st.session_state.get("_train_ended_seen")
+    st.session_state["_train_ended_seen"] = ended
+    if (active and not any(r.status in ("queued", "running") for r in runs_now)) or (
+            known is not None and ended - known):
         st.rerun()
     for state in runs_now:
         with st.container(border=True):
