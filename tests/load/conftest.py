@@ -1,10 +1,16 @@
 """A classroom on one server: the load, fault and browser hostile-input tests share one `streamlit run app.py`.
 
 The server is this folder's own (not the browser tests'), so what it measures is its own: its CPU seconds and
-peak memory come from /proc/<pid>, and it runs with SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S=4, so a closed tab's run is
-reaped within seconds instead of a minute (seqviz.limits). The server, Chromium and "painted" are seqviz.browser's
-(the harness the browser tests, the smoke check and the benchmark share); the visitors' moves are the browser
-tests' own (tests/browsing.py).
+peak memory come from /proc/<pid>. Its lab store is a SQLite file of its own, in a folder of the test run's store
+folder (tests/conftest.py's SEQVIZ_DATA_DIR, removed at the run's end; SEQVIZ_DATABASE_URL unset): the tests
+read what it keeps (labs, runs, models) from that file, and check that the server was given that folder. It runs
+with SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S=4, so a run nobody of its lab looks at (every tab of its browser closed) is
+stopped within seconds instead of the app's ten minutes (seqviz.limits), and with one training worker.
+
+A visitor is a browser context of its own (its own cookies: its own lab) with one tab. The server, Chromium and
+"painted" are seqviz.browser's (the harness the browser tests, the smoke check and the benchmark share); the
+visitors' moves are the browser tests' own (tests/browsing.py). :class:`AppSession` is a session without a
+browser: Streamlit's own websocket protocol, for as many sessions at once as a class has.
 
 Figures are recorded, never asserted: they go to test-output/load-figures.json, one section per test.
 """
@@ -12,8 +18,10 @@ Figures are recorded, never asserted: they go to test-output/load-figures.json, 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
+import re
 import statistics
 import subprocess
 import threading
@@ -29,7 +37,10 @@ from seqviz import browser as harness
 OUTPUT = ROOT / "test-output"
 FIGURES = OUTPUT / "load-figures.json"
 LOG = OUTPUT / "load-streamlit.log"
-ORPHAN_TIMEOUT_S = 4  # the test server's SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (the app's default is 60)
+ORPHAN_TIMEOUT_S = 4  # the test server's SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (the app's default is 600: ten minutes)
+# What the server's workers wait past ORPHAN_TIMEOUT_S before a lab counts as gone: a look may be this much newer
+# than the store says (seqviz.limits.LAB_SEEN_EVERY_S as the server computes it, min(5 s, a quarter of the timeout)).
+LAB_SEEN_EVERY_S = min(5.0, ORPHAN_TIMEOUT_S / 4)
 TRAIN_THREAD = "seqviz-run"  # the OS name seqviz.worker gives the worker thread that trains a run
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -47,10 +58,59 @@ def pytest_collection_modifyitems(items):
 
 
 class Server:
-    def __init__(self, url: str, process: subprocess.Popen):
+    def __init__(self, url: str, process: subprocess.Popen, store_dir: Path):
+        from seqviz.store import database
+        from seqviz.store.engine import database_url
+
         self.url = url
         self.process = process
         self.pid = process.pid
+        self.store_dir = store_dir
+        self.store_url = database_url({"SEQVIZ_DATA_DIR": str(store_dir)})  # what the server finds from its env
+        self.store = database(self.store_url)  # the same SQLite file, read from this process
+
+    def environment(self) -> dict[str, str]:
+        """The server process's environment, as the OS gave it (/proc/<pid>/environ)."""
+        raw = Path(f"/proc/{self.pid}/environ").read_bytes()
+        return dict(entry.split("=", 1) for entry in raw.decode(errors="replace").split("\0") if "=" in entry)
+
+    def runs(self, lab_id: str | None = None) -> list[dict]:
+        """The store's runs (of one lab, or all), oldest first, as plain rows (no saved points, no curves)."""
+        from sqlalchemy import select
+
+        from seqviz.store.schema import Run
+
+        columns = (Run.id, Run.lab_id, Run.name, Run.status, Run.stop_reason, Run.step, Run.steps, Run.model_id,
+                   Run.submitted_at, Run.started_at, Run.ended_at, Run.attempts)
+        query = select(*columns).order_by(Run.submitted_at)
+        if lab_id is not None:
+            query = query.where(Run.lab_id == lab_id)
+        with self.store.transaction(reading=True) as session:
+            return [dict(row._mapping) for row in session.execute(query)]
+
+    def run(self, run_id: str) -> dict | None:
+        return next((row for row in self.runs() if row["id"] == run_id), None)
+
+    def lab_of(self, visitor) -> str | None:
+        """The id of the lab the visitor's browser holds the key of (its cookie seqviz_lab), or None."""
+        from sqlalchemy import select
+
+        from seqviz.store import labs
+        from seqviz.store.schema import LabKey
+
+        key = visitor.lab_key()
+        if key is None:
+            return None
+        with self.store.transaction(reading=True) as session:
+            return session.scalar(select(LabKey.lab_id).where(LabKey.key_hash == labs.digest(key)))
+
+    def lab_ids(self) -> set[str]:
+        from sqlalchemy import select
+
+        from seqviz.store.schema import Lab
+
+        with self.store.transaction(reading=True) as session:
+            return set(session.scalars(select(Lab.id)))
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds of the whole server process so far (every thread, living or ended)."""
@@ -73,6 +133,17 @@ class Server:
             return [child.pid for child in psutil.Process(self.pid).children(recursive=True)]
         except psutil.Error:
             return []
+
+    def training_workers(self) -> list[int]:
+        """Process ids of the Dask worker processes themselves (multiprocessing's spawned children)."""
+        import psutil
+
+        found = []
+        for pid in self.workers():
+            with contextlib.suppress(psutil.Error):
+                if "spawn_main" in " ".join(psutil.Process(pid).cmdline()):
+                    found.append(pid)
+        return found
 
     def workers_memory_mb(self) -> float:
         """Resident memory of the server's training worker processes together, in MB."""
@@ -114,13 +185,27 @@ def _cpu(stat: Path) -> float:
 
 @pytest.fixture(scope="session")
 def classroom():
-    """`streamlit run app.py` on a free port, reaping closed tabs' runs after ORPHAN_TIMEOUT_S, with one training
-    worker whatever the host's cores (so the second of two runs waits in the queue)."""
+    """`streamlit run app.py` on a free port, its lab store a SQLite file in a folder of the test run's store folder,
+    stopping the runs of labs nobody looks at after ORPHAN_TIMEOUT_S, with one training worker whatever the host's
+    cores (so the second of two runs waits in the queue)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
+    run_store = Path(os.environ["SEQVIZ_DATA_DIR"])  # tests/conftest.py's: this test run's, removed at its end
+    store_dir = run_store / "load-server"
+    env = {"SEQVIZ_DATA_DIR": str(store_dir), "SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S),
+           "SEQVIZ_TRAIN_WORKERS": "1"}
+    assert "SEQVIZ_DATABASE_URL" not in os.environ, "tests/conftest.py unsets it: no test may reach a real store"
     # The server's file watcher is off (.streamlit/config.toml), as in scripts/serve.
-    with harness.streamlit_server(LOG, {"SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S": str(ORPHAN_TIMEOUT_S),
-                                        "SEQVIZ_TRAIN_WORKERS": "1"}) as server:
-        yield Server(server.url, server.process)
+    with harness.streamlit_server(LOG, env) as started:
+        server = Server(started.url, started.process, store_dir)
+        given = server.environment()
+        assert given.get("SEQVIZ_DATA_DIR") == str(store_dir) and "SEQVIZ_DATABASE_URL" not in given, (
+            f"the server was not given the test store: SEQVIZ_DATA_DIR={given.get('SEQVIZ_DATA_DIR')!r}, "
+            f"SEQVIZ_DATABASE_URL={given.get('SEQVIZ_DATABASE_URL')!r}")
+        assert store_dir.is_relative_to(run_store) and not store_dir.is_relative_to(Path.home() / ".local")
+        try:
+            yield server
+        finally:
+            server.store.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -144,7 +229,8 @@ RETYPE_AFTER_S = 15  # a typed sentence whose rerun has not begun after this lon
 
 
 class Visitor:
-    """One browser tab with its own session; ``name`` says who it is in messages."""
+    """One browser of its own (a context: its own cookies, so its own lab) with one tab, a session of its own;
+    ``name`` says who it is in messages."""
 
     def __init__(self, browser, name: str):
         self.name = name
@@ -176,6 +262,16 @@ class Visitor:
         """Go to ``url`` without waiting for the app (see :meth:`look`)."""
         self.page.goto(url, wait_until="commit")
         self.t0 = 0.0  # the page's clock starts with the navigation
+
+    def reload(self) -> None:
+        """Reload the tab (the same browser: its cookie, so its lab; a new session), without waiting for the app."""
+        self.page.reload(wait_until="commit")
+        self.t0 = 0.0
+        self.typed = None
+
+    def lab_key(self) -> str | None:
+        """The lab key this browser keeps (the cookie seqviz_lab that the page writes), or None yet."""
+        return next((c["value"] for c in self.context.cookies() if c["name"] == "seqviz_lab"), None)
 
     def type(self, text: str) -> None:
         """Type ``text`` in the Sentence box and press Enter, without waiting for the rerun."""
@@ -279,6 +375,135 @@ def visitors(chromium):
     for visitor in made:
         with contextlib.suppress(Exception):  # a browser that went away
             visitor.close()
+
+
+# --- Sessions without a browser -----------------------------------------------------------------------
+
+
+class AppSession:
+    """A session of the app without a browser: Streamlit's own websocket protocol (/_stcore/stream, protobuf
+    BackMsg out and ForwardMsg in), spoken as the page's code speaks it: a full run of a page, a button pressed
+    (in its fragment when it is in one), a fragment's timed rerun when the server announced one (auto_rerun). It
+    sends no cookie, so each is a browser seen for the first time: a lab of its own. For a class's worth of sessions
+    writing at once: thirty Chromium tabs would be this machine's whole load, and would open over minutes, not at
+    once. Nothing is drawn; what the server said is kept (``said``) to be searched."""
+
+    FINISHED_EARLY_FOR_RERUN = 2  # ForwardMsg.script_finished: this run made way for another (st.rerun)
+
+    def __init__(self, url: str, name: str, timeout_s: float = 120):
+        from websockets.sync.client import connect
+
+        self.name = name
+        self.timeout_s = timeout_s
+        self.socket = connect(url.replace("http", "ws", 1) + "/_stcore/stream", subprotocols=["streamlit"],
+                              open_timeout=timeout_s, max_size=None).__enter__()  # (closed by close())
+        self.page_hash = ""  # the page of the last full run (a fragment's rerun names it)
+        self.fragments: dict[str, list[float]] = {}  # fragment id -> [interval s, next rerun (monotonic)]
+        self.buttons: dict[str, tuple[str, str]] = {}  # label -> (widget id, its fragment's id or ""), as drawn now
+        self.texts: list[str] = []  # what the last run said in alerts and progress bars
+        self.exceptions: list[str] = []
+        self.said: list[bytes] = []  # every message the server sent
+        self.took: list[float] = []  # seconds from each request to its run's end
+        self.ended_at: list[tuple[str, float, float]] = []  # (fragment id or "", its interval, monotonic end)
+        self.problems: list[str] = []
+
+    def run(self, page: str, press: str | None = None, fragment: str | None = None) -> bool:
+        """One script run: the whole of ``page`` (a url path, "" for home), or one fragment's timed rerun. ``press``:
+        the label of a button the last runs drew. Returns whether the run ended within the timeout."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        message = BackMsg()
+        state = message.rerun_script
+        state.page_name, state.page_script_hash = page, self.page_hash
+        state.context_info.timezone = "UTC"
+        if press is not None:
+            widget, fragment = self.buttons[press]
+            pressed = state.widget_states.widgets.add()
+            pressed.id, pressed.trigger_value = widget, True
+        if fragment:
+            state.fragment_id, state.is_auto_rerun = fragment, press is None
+            self.buttons = {label: drawn for label, drawn in self.buttons.items() if drawn[1] != fragment}
+        self.texts = []
+        interval = self.fragments.get(fragment or "", [0.0])[0]
+        began = time.monotonic()
+        self.socket.send(message.SerializeToString())
+        if self._until_finished(began + self.timeout_s):
+            self.took.append(time.monotonic() - began)
+            self.ended_at.append((fragment or "", interval, time.monotonic()))
+            return True
+        self.problems.append(f"{self.name}: no answer within {self.timeout_s:.0f} s to a run of /{page}"
+                             + (f" pressing {press!r}" if press else "") + (" (a fragment)" if fragment else ""))
+        self.fragments.pop(fragment or "", None)
+        return False
+
+    def _until_finished(self, deadline: float) -> bool:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        while True:
+            try:
+                data = self.socket.recv(timeout=max(0.01, deadline - time.monotonic()))
+            except TimeoutError:
+                return False
+            self.said.append(data)
+            message = ForwardMsg()
+            message.ParseFromString(data)
+            kind = message.WhichOneof("type")
+            if kind == "navigation":  # a full run: its fragments and buttons replace the last one's
+                self.page_hash = message.navigation.page_script_hash
+                self.fragments, self.buttons = {}, {}
+            elif kind == "auto_rerun":
+                interval = message.auto_rerun.interval
+                self.fragments[message.auto_rerun.fragment_id] = [interval, time.monotonic() + interval]
+            elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+                element = message.delta.new_element
+                which = element.WhichOneof("type")
+                if which == "button":
+                    self.buttons[element.button.label] = (element.button.id, message.delta.fragment_id)
+                elif which == "exception":
+                    self.exceptions.append(f"{element.exception.type}: {element.exception.message}"[:500])
+                elif which == "alert":
+                    self.texts.append(element.alert.body)
+                elif which == "progress":
+                    self.texts.append(element.progress.text)
+            elif kind == "script_finished" and message.script_finished != self.FINISHED_EARLY_FOR_RERUN:
+                return True
+
+    def poll(self, page: str, seconds: float) -> int:
+        """Rerun the page's timed fragments when they are due, as the page would, for ``seconds``; returns how many
+        reruns it made."""
+        until, made = time.monotonic() + seconds, 0
+        while self.fragments:
+            fragment, (interval, due) = min(self.fragments.items(), key=lambda item: item[1][1])
+            if due > until:
+                break
+            time.sleep(max(0.0, due - time.monotonic()))
+            self.fragments[fragment][1] = time.monotonic() + interval
+            self.run(page, fragment=fragment)
+            made += 1
+        time.sleep(max(0.0, until - time.monotonic()))
+        return made
+
+    def latest_rerun(self, since: float) -> float:
+        """How late, at most, a timed fragment's rerun ended after ``since`` (time.monotonic()): the time between two
+        of its ends past its interval. A page's polling fragments note its lab seen (the sidebar's status line): a
+        session that cannot keep up looks less often than the page would."""
+        latest = 0.0
+        for fragment, interval in {(fragment, interval) for fragment, interval, _ in self.ended_at if fragment}:
+            ends = [since, *(t for f, _, t in self.ended_at if f == fragment and t > since)]
+            latest = max(latest, *(b - a - interval for a, b in itertools.pairwise(ends)), 0.0)
+        return latest
+
+    def lab_keys(self) -> set[str]:
+        """The lab keys the server gave this session to keep (the cookie keeper's data; no browser keeps it here)."""
+        return {found.decode() for data in self.said for found in re.findall(rb'"key": ?"([A-Za-z0-9_-]{22})"', data)}
+
+    def saw(self, words: bytes) -> bool:
+        """Whether anything the server sent this session holds ``words`` (the messages' bytes: their text is UTF-8)."""
+        return any(words in data for data in self.said)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.socket.close()
 
 
 # --- The health check, sampled from a thread ---------------------------------------------------------
