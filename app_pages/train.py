@@ -109,6 +109,7 @@ active = any(run.status in ("queued", "running") for run in runs)
 
 @st.fragment(run_every=training.POLL_S if active else None)
 def panel() -> None:
+    training.lab_seen()  # a tab watching its run here is somebody of the lab looking
     runs_now = training.my_runs()
     # A run ended since the page last ran whole (or since the sidebar listed Your models in this run): its model is
     # in Your models (the sidebar, every picker) and the page runs whole again, which also stops this polling.

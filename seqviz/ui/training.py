@@ -48,6 +48,11 @@ def recover_on_start() -> bool:
     return waiting
 
 
+def lab_seen() -> None:
+    """Note that somebody of this lab is looking (the /train panel's polling, like the sidebar's status line)."""
+    lab.seen()
+
+
 def active_count() -> int:
     """This lab's queued and training runs (0 when there is no lab): one cheap query, no manager, no torch."""
     from seqviz.store import StoreUnavailable, runs

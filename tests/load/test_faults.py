@@ -344,8 +344,6 @@ def test_a_tab_reloaded_mid_queue_or_mid_run_keeps_its_run_its_place_and_its_pro
 
 @pytest.mark.browser
 @pytest.mark.timeout(180)
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="/train's run panel never notes the lab seen: the tab that pressed Start looks every 10 s")
 def test_a_visitor_watching_their_run_on_train_keeps_it(classroom, visitors):
     """A visitor presses Start training and watches the run on /train, doing nothing else: their lab is looking,
     so the run trains on past the orphan timeout. (Only the watch's assertion is the bug's: anything else failing
