@@ -69,12 +69,17 @@ class Model(Base):
 
 
 class Run(Base):
-    """A training run from submission to end: its spec, where it is, its progress, its saved point, its model."""
+    """A training run from submission to end: its spec, where it is, its progress, its saved point, its model.
+
+    One run may serve many labs (:class:`RunFollower`): a run identical to one queued, training or finished (the
+    same ``key``, seqviz.runs.identity_key) is joined, not trained again. ``lab_id`` is the lab the record hangs
+    off (the first to ask for it; handed to another follower when that lab is forgotten)."""
 
     __tablename__ = "runs"
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str | None] = mapped_column(KEY_HASH, index=True)  # identical runs share it (None: never joined)
     name: Mapped[str] = mapped_column(String(200))
     spec: Mapped[dict] = mapped_column(JSON)  # seqviz.runs.RunSpec's fields
     watch: Mapped[dict | None] = mapped_column(JSON)  # seqviz.worker.SnapshotView's fields
@@ -101,6 +106,19 @@ class Run(Base):
     started_at: Mapped[float | None] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float)
     updated_at: Mapped[float] = mapped_column(Float)  # the last write of any kind (a worker's heartbeat)
+
+
+class RunFollower(Base):
+    """A lab following a run: it asked for it, or for one identical. Each follower gets its own copy of the model
+    when the run ends (``model_id``); one that stopped following (``left_at``) gets none."""
+
+    __tablename__ = "run_followers"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id", ondelete="CASCADE"), primary_key=True, index=True)
+    joined_at: Mapped[float] = mapped_column(Float)
+    left_at: Mapped[float | None] = mapped_column(Float)
+    model_id: Mapped[int | None] = mapped_column(ForeignKey("models.id", ondelete="SET NULL"))
 
 
 class Snapshot(Base):
