@@ -98,3 +98,15 @@ TRAIN_MAX_SEED = 2**31 - 1  # seeds 0 .. this
 EXPLAIN_HELD_OUT_SENTENCES = 40  # translations: τ per output word, and exact match with attention replaced
 EXPLAIN_HELD_OUT_EMAILS = 200  # the attention classifier: τ per email, and the permutation test
 EXPLAIN_PERMUTATIONS = 10  # shuffles of each email's attention weights in the permutation test
+
+# Classes (seqviz.store.classes): a teacher's class, its members (labs) and its board of posted runs.
+CLASS_CODE_CHARS = 8  # the student link's code, ?c= (Crockford base32: 40 bits, typed from a projector easily)
+CLASS_KEY_BYTES = 24  # the teacher's key: 192 random bits (32 characters of URL-safe base64), kept hashed
+CLASS_NAME_CHARS = 60  # a class's name, as the teacher types it
+CLASS_NICKNAME_CHARS = 24  # a student's nickname on the board (longer ones are cut), shown as text
+CLASS_MAX_POSTS = 300  # posts one board keeps (a class of 30, ten runs each); more are refused
+CLASS_MAX_POSTS_PER_LAB = 20  # posts one student (lab) may have on one board
+CLASS_MAX_VALUES = 12  # values of the one setting a class experiment varies
+CLASS_KEEP_DAYS = _number_from_env("SEQVIZ_CLASS_KEEP_DAYS", 14.0, 1.0, 3650.0)  # a class idle this long is purged
+CLASS_CONNECTED_S = 60.0  # a member whose lab was seen this recently counts as connected
+CLASS_BOARD_REFRESH_S = 3.0  # the board looks for new posts this often

@@ -130,3 +130,57 @@ class Snapshot(Base):
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     step: Mapped[int] = mapped_column(Integer)
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+# --- Classes (seqviz.store.classes): a teacher's class, its members and its board ------------------------------
+
+
+class Class(Base):
+    """A class a teacher started: the students' code (public: it is the class link), the teacher's key (hashed),
+    and what the board asks for (its experiment). Idle longer than CLASS_KEEP_DAYS, it is purged."""
+
+    __tablename__ = "classes"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    code: Mapped[str] = mapped_column(String(16), unique=True)  # the link's ?c=, Crockford base32
+    key_hash: Mapped[str] = mapped_column(KEY_HASH)  # sha256 of the teacher's key
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[float] = mapped_column(Float)
+    last_active_at: Mapped[float] = mapped_column(Float, index=True)  # purge: classes idle too long go
+    closed: Mapped[bool] = mapped_column(Boolean, default=False)  # no new posts
+    auto_post: Mapped[bool] = mapped_column(Boolean, default=False)  # members' finished runs are posted for them
+    experiment: Mapped[dict | None] = mapped_column(JSON)  # seqviz.store.classes.Experiment's fields
+
+
+class ClassMember(Base):
+    """A lab in a class: every browser that opened the class link (a reload or another server finds it by its lab).
+    ``value``: the experiment's value this member was handed; ``teacher``: the lab proved the teacher's key."""
+
+    __tablename__ = "class_members"
+
+    class_id: Mapped[str] = mapped_column(ForeignKey("classes.id", ondelete="CASCADE"), primary_key=True)
+    lab_id: Mapped[str] = mapped_column(ForeignKey("labs.id", ondelete="CASCADE"), primary_key=True, index=True)
+    joined_at: Mapped[float] = mapped_column(Float)
+    nickname: Mapped[str | None] = mapped_column(String(64))
+    value: Mapped[dict | None] = mapped_column(JSON)  # {"value": ...}: JSON keeps an int, a float or a family
+    teacher: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class ClassPost(Base):
+    """A finished run on a class's board: who posted it (their lab; NULL once that lab is gone, the post stays), what
+    it was, what it measured on held-out data, and the poster's model (NULL once they removed it)."""
+
+    __tablename__ = "class_posts"
+    __table_args__ = (UniqueConstraint("class_id", "lab_id", "run_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    class_id: Mapped[str] = mapped_column(ForeignKey("classes.id", ondelete="CASCADE"), index=True)
+    lab_id: Mapped[str | None] = mapped_column(ForeignKey("labs.id", ondelete="SET NULL"), index=True)
+    run_id: Mapped[str] = mapped_column(ID)  # not a key: a lab keeps only its newest runs, the post stays
+    nickname: Mapped[str] = mapped_column(String(64))
+    spec: Mapped[dict] = mapped_column(JSON)  # seqviz.runs.RunSpec's fields
+    measures: Mapped[dict] = mapped_column(JSON)  # held-out measure -> number (seqviz.store.classes.measures)
+    train_seconds: Mapped[float | None] = mapped_column(Float)
+    fingerprint: Mapped[str | None] = mapped_column(KEY_HASH)
+    model_id: Mapped[int | None] = mapped_column(ForeignKey("models.id", ondelete="SET NULL"))
+    posted_at: Mapped[float] = mapped_column(Float, index=True)
