@@ -11,7 +11,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import altair as alt
 import pandas as pd
@@ -136,8 +136,9 @@ def share_box(url_path: str) -> None:
 def _share_part(url_path: str) -> None:
     from seqviz.registry import is_yours
     from seqviz.share import is_local_address
+    from seqviz.ui import reach
 
-    address = f"{_app_base_url()}/{url_path}"
+    address = f"{reach.base_url()}/{url_path}"
     params: list[tuple[str, str]] = []
     left_out = False
     for key in st.query_params:
@@ -152,14 +153,26 @@ def _share_part(url_path: str) -> None:
         params.append((SENTENCE_KEY, sentence()))  # "" too: ?s= opens an empty box
     if params:
         address += "?" + urlencode(params)
-    st.caption("Share this view: copy the address")
+    local = is_local_address(address)
+    class_here = reach.serving_class()
+    if class_here and not local:
+        st.caption("Share this view with the class: anyone on this computer's network can open")
+    else:
+        st.caption("Share this view: copy the address")
     st.code(address, language=None, wrap_lines=True)
-    if is_local_address(address):
-        st.caption("This address works only on this computer: to share the lab with a class, host it "
-                   "(README, *Share a hosted demo*) and share that host's address.")
+    if local and class_here:
+        st.caption("This computer has no address on a local network yet, so this address works only on it: "
+                   "join the classroom's Wi-Fi and the address for the class shows here.")
+    elif local:
+        st.caption("This address works only on this computer: to share the lab with a class on this network, "
+                   "start it with `SEQVIZ_LAN=1 scripts/serve` (README, *Serve a class from a laptop*), or host "
+                   "it (README, *Share a hosted demo*) and share that host's address.")
     if left_out:
         st.caption("Your own models are not in this link: they live in this browser's lab only. Whoever "
                    "opens it sees the shipped models you picked.")
+    if not local:
+        with st.expander("QR code for phones", icon=":material/qr_code_2:"):
+            reach.qr(address, "Scan with a phone's camera to open this view.")
 
 
 _MOVED_KEY = "seqviz-moved-told"  # session state: the toast about a moved session was shown
@@ -186,14 +199,6 @@ def moved_notice() -> None:
             "its lab store, so your models and runs from before are not here (a checkpoint you downloaded can be "
             "uploaded again). The hall's operator can fix this: every app server needs the same SEQVIZ_DATABASE_URL.",
             icon=":material/swap_horiz:")
-
-
-def _app_base_url() -> str:
-    """scheme://host[/base path] of the address the visitor opened (localhost when unknown, as in tests)."""
-    parts = urlsplit(st.context.url or "")
-    host = f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else "http://localhost:8501"
-    base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
-    return f"{host}/{base_path}" if base_path else host
 
 
 def slug(text: str) -> str:
