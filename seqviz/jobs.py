@@ -33,6 +33,7 @@ from seqviz.admission import Load, RunRefused, admit
 from seqviz.cluster import Cluster, ClusterUnavailable
 from seqviz.progress import RunState
 from seqviz.queue_estimate import Paces, Training, expected_starts
+from seqviz.run_identity import identity_key
 from seqviz.runs import RunSpec
 
 __all__ = ["RunManager", "RunRefused"]
@@ -58,7 +59,7 @@ class RunManager:
                  max_active_per_lab: int = limits.TRAIN_MAX_ACTIVE_PER_OWNER,
                  orphan_timeout_s: float = limits.TRAIN_ORPHAN_TIMEOUT_S,
                  max_seconds: float = limits.TRAIN_MAX_SECONDS,
-                 snapshot_every_s: float = limits.TRAIN_SNAPSHOT_EVERY_S):
+                 snapshot_every_s: float = limits.TRAIN_SNAPSHOT_EVERY_S, train_identical_once: bool = True):
         if max_queued < 0 or orphan_timeout_s <= 0:
             raise ValueError("max_queued must be >= 0 and orphan_timeout_s > 0")
         if not 1 <= max_active_per_lab <= limits.TRAIN_MAX_ACTIVE_PER_OWNER_MOST:
@@ -67,6 +68,7 @@ class RunManager:
         self.max_queued, self.max_active_per_lab = max_queued, max_active_per_lab
         self.orphan_timeout_s, self.max_seconds = float(orphan_timeout_s), float(max_seconds)
         self.snapshot_every_s = float(snapshot_every_s)
+        self.train_identical_once = train_identical_once  # False: every run trains (tests of determinism)
         self._owns_cluster = cluster is None
         self.cluster = cluster if cluster is not None else Cluster.from_environment()
         self._lock = threading.Lock()
@@ -88,7 +90,9 @@ class RunManager:
     # ---- what the page calls ----------------------------------------------------------------------------
 
     def submit(self, lab_id: str, spec: RunSpec, watch=None) -> str:
-        """Queue ``spec`` for the lab (a worker takes it as soon as one is free); returns the run's id. Raises
+        """Queue ``spec`` for the lab (a worker takes it as soon as one is free); returns the run's id. A run identical
+        to one queued or training is joined (the lab follows it), to one finished taken at once (its model copied
+        into the lab): identical runs are trained once (seqviz.run_identity). Raises
         RunRefused when the lab or the server has as many runs as it may, or training is unavailable. ``watch``:
         the seqviz.worker.SnapshotView the run is watched through (or None)."""
         from seqviz.store import runs
@@ -98,17 +102,45 @@ class RunManager:
         with self._lock:
             if self._closed:
                 raise RunRefused("The server is shutting down; no new runs.")
+        finished = self._take_finished(lab_id, spec) if self.train_identical_once else None  # (no cluster needed)
+        if finished is not None:
+            return finished
+        with self._lock:
             if self._unavailable is not None and time.monotonic() - self._unavailable_at < RETRY_UNAVAILABLE_S:
                 raise RunRefused(f"Training is unavailable: {self._unavailable}.")
 
-        def check(total: dict, mine: dict) -> None:  # in the run's own transaction, the lab's row locked
-            admit(Load(total["running"], total["queued"], mine["queued"] + mine["running"]),
-                  self.max_active_per_lab, self.max_queued)
+        def check(total: dict, mine: dict, joining: bool) -> None:  # in the run's transaction, the lab's row locked
+            # Joining an identical run adds no work: only the lab's own cap applies.
+            admit(Load(0 if joining else total["running"], 0 if joining else total["queued"],
+                       mine["queued"] + mine["running"]), self.max_active_per_lab, self.max_queued)
 
-        run_id = runs.create(self.db, lab_id, spec, watch.to_dict() if watch is not None else None, admit=check)
-        with self._lock:
-            self._to_submit.append(run_id)
-        self._wake.set()
+        key = identity_key(spec) if self.train_identical_once else None
+        run_id, how = runs.create_or_join(self.db, lab_id, spec, watch.to_dict() if watch is not None else None,
+                                          admit=check, key=key)
+        if how == "new":
+            with self._lock:
+                self._to_submit.append(run_id)
+            self._wake.set()
+        return run_id
+
+    def _take_finished(self, lab_id: str, spec: RunSpec) -> str | None:
+        """A run identical to ``spec`` (seqviz.run_identity) that finished, whose model some lab keeps: its model
+        is copied into this lab (checked like an upload) and the lab follows the run; returns the run's id. None
+        when there is none. Raises RunRefused when the lab cannot take the model (full)."""
+        from seqviz import zoo
+        from seqviz.checkpoints import CheckpointError
+        from seqviz.store import models, runs
+
+        found = runs.finished_model(self.db, identity_key(spec))
+        if found is None:
+            return None
+        run_id, data = found
+        try:
+            kept, _new = models.add(self.db, lab_id, data, f"{spec.label}.safetensors", origin="trained here",
+                                    taken=set(zoo.NAMES))
+        except CheckpointError as error:
+            raise RunRefused(f"This model was trained here already, but your lab cannot take it: {error}") from error
+        runs.follow_finished(self.db, lab_id, run_id, models.model_id(self.db, lab_id, kept.fingerprint))
         return run_id
 
     def runs_of(self, lab_id: str, snapshots: bool = True) -> list[RunState]:
@@ -129,7 +161,8 @@ class RunManager:
 
     def stop(self, lab_id: str, run_id: str) -> str | None:
         """Stop the lab's run: a queued one is cancelled (it never starts), a training one stops after its current
-        step and keeps what it learned. Returns its status after, or None when the lab has no such run."""
+        step and keeps what it learned; a run other labs follow too goes on for them ("left"). Returns its status
+        after, or None when the lab has no such run."""
         from seqviz.store import runs
 
         status = runs.request_stop(self.db, lab_id, run_id)

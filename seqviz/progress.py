@@ -69,7 +69,7 @@ class RunState:
     metric_name: str
     metric_history: tuple[tuple[int, float], ...]
     snapshots: tuple[tuple[int, Any], ...]  # (step, snapshot), oldest first
-    stop_reason: str | None  # "asked", "time limit" or "nobody looking" when stopped early
+    stop_reason: str | None  # "asked", "time limit", "nobody looking", or "left" (this lab stopped following it)
     error: str | None
     metrics: dict | None
     fingerprint: str | None  # its model's, once it has ended with one
@@ -84,6 +84,8 @@ class RunState:
     trained_s: float = 0.0
     note: str | None = None  # e.g. that it went on from a saved point after its worker stopped
     attempts: int = 0
+    followers: int = 1  # labs following it now (or to its end): identical runs are trained once for them all
+    joined_at: float | None = None  # when this lab asked for it (later than submitted_at: it joined a run)
 
     @property
     def ended(self) -> bool:

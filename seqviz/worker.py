@@ -17,7 +17,8 @@ is up:
   the random states (:class:`seqviz.train.TrainState`) go to the run's row. If the worker dies, Dask starts the
   task again on another worker, which goes on from that point (:func:`seqviz.store.runs.begin` rolls the record
   back to it): the final weights are an uninterrupted run's, bit for bit.
-- **Result**: the checkpoint joins the lab's models, and the run's row gets its end (metrics, model, times).
+- **Result**: the checkpoint joins the models of every lab following the run (identical runs are trained once:
+  seqviz.run_identity), and the run's row gets its end (metrics, model, times).
 
 Why the worker writes, not the web server: a run must outlive the web server that submitted it (a redeploy, a
 failover in the lecture hall); a web process forwarding progress would lose whatever arrives while it is down,
@@ -180,12 +181,15 @@ def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float
     configure_torch()  # one thread, deterministic: once per worker process
     import torch
 
-    from seqviz import driver, zoo
+    from seqviz import driver
+    from seqviz.run_identity import identity_key
     from seqviz.runs import RunSpec
-    from seqviz.store import models, runs
+    from seqviz.store import runs
     from seqviz.train import TrainState, TrainStateError
 
     spec = RunSpec(**began["spec"])
+    if began["key"] is not None and began["key"] != identity_key(spec):  # this worker computes otherwise
+        runs.rekey(db, run_id, identity_key(spec))
     watch = began["watch"]
     snapshot_fn = SnapshotView.from_dict(watch) if watch else None
     resume = None
@@ -276,13 +280,38 @@ def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float
     if snapshot_fn is not None:
         take_snapshot(trained.model, result.steps)
     reporter.send(force=True)
-    kept, _ = models.add(db, began["lab_id"], trained.checkpoint, f"{spec.label}.safetensors", origin="trained here",
-                         taken=set(zoo.NAMES), within_limits=False)
     status = "stopped" if result.stopped else "finished"
+    deliver = _Delivery(db, run_id, trained.checkpoint, spec)
+    deliver()  # every lab following the run gets its own copy of the model ...
     runs.end(db, run_id, status, step=result.steps, metrics=trained.metrics, train_seconds=round(result.seconds, 2),
-             trained_s=trained_s(), model_id=models.model_id(db, began["lab_id"], kept.fingerprint),
-             headline=float(trained.task.headline(trained.metrics)), stop_reason=reporter.reason)
+             trained_s=trained_s(), model_id=deliver.first, headline=float(trained.task.headline(trained.metrics)),
+             stop_reason=reporter.reason)
+    deliver()  # ... those that joined while it was being delivered too (none can join an ended run)
     return status
+
+
+class _Delivery:
+    """The trained model into the lab of every follower that has none yet (each copy checked like an upload)."""
+
+    def __init__(self, db, run_id: str, checkpoint: bytes, spec):
+        self.db, self.run_id, self.checkpoint, self.spec = db, run_id, checkpoint, spec
+        self.first: int | None = None
+
+    def __call__(self) -> None:
+        from seqviz import zoo
+        from seqviz.checkpoints import CheckpointError
+        from seqviz.store import models, runs
+
+        for lab_id in runs.following(self.db, self.run_id, without_model=True):
+            try:  # a run the lab was allowed to start keeps its model even over the lab's limits
+                kept, _ = models.add(self.db, lab_id, self.checkpoint, f"{self.spec.label}.safetensors",
+                                     origin="trained here", taken=set(zoo.NAMES), within_limits=False)
+            except CheckpointError:  # the lab was forgotten meanwhile: nothing to keep
+                continue
+            model_id = models.model_id(self.db, lab_id, kept.fingerprint)
+            runs.delivered(self.db, self.run_id, lab_id, model_id)
+            self.first = self.first or model_id
+
 
 def _worker_address() -> str | None:
     with contextlib.suppress(Exception):

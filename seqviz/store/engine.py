@@ -19,7 +19,7 @@ import os
 import threading
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
@@ -143,6 +143,17 @@ def migrate(engine: Engine) -> None:
         if connection.dialect.name == "postgresql":
             connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK_ID})")
         command.upgrade(alembic_config(connection), "head")
+
+
+def lock_for(session, name: str) -> None:
+    """Hold a lock named ``name`` until the session's transaction ends: two writers about the same thing that no
+    row stands for yet (a run about to be created) take turns. SQLite's writing transactions take turns already
+    (BEGIN IMMEDIATE); PostgreSQL takes an advisory lock on 63 bits of the name's sha256."""
+    if session.get_bind().dialect.name == "postgresql":
+        import hashlib
+
+        number = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") >> 1
+        session.execute(text("SELECT pg_advisory_xact_lock(:n)"), {"n": number})
 
 
 class Database:

@@ -22,7 +22,7 @@ from sqlalchemy import delete, select, update
 
 from seqviz import limits
 from seqviz.store.engine import Database
-from seqviz.store.schema import Lab, LabKey, LabTransfer, Model, Run
+from seqviz.store.schema import Lab, LabKey, LabTransfer, Model, Run, RunFollower
 
 KEY_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{{len(secrets.token_urlsafe(limits.LAB_KEY_BYTES))}}}")
 CODE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford's base32: no I, L, O or U to misread
@@ -155,22 +155,36 @@ def _move(session, source: str, target: str) -> None:
             model.name = f"{model.name} (moved)"
         names.add(model.name)
     session.execute(update(Run).where(Run.lab_id == source).values(lab_id=target))
+    both = select(RunFollower.run_id).where(RunFollower.lab_id == target)  # a run both labs follow: theirs stays
+    session.execute(delete(RunFollower).where(RunFollower.lab_id == source, RunFollower.run_id.in_(both)))
+    session.execute(update(RunFollower).where(RunFollower.lab_id == source).values(lab_id=target))
     for model in mine:  # a run of a file the lab has already keeps its model: the lab's copy of the file
         if model.fingerprint in theirs:
-            session.execute(update(Run).where(Run.model_id == model.id).values(model_id=theirs[model.fingerprint]))
+            for table in (Run, RunFollower):
+                session.execute(update(table).where(table.model_id == model.id)
+                                .values(model_id=theirs[model.fingerprint]))
     session.flush()
     session.execute(delete(Lab).where(Lab.id == source))
 
 
 def forget(db: Database, lab_id: str) -> None:
     """Delete the lab with its keys, codes, models, runs and snapshots."""
+    from seqviz.store.runs import hand_over
+
     with db.transaction() as session:
+        hand_over(session, [lab_id])  # a run other labs follow goes on for them
         session.execute(delete(Lab).where(Lab.id == lab_id))
 
 
 def purge(db: Database, now: float | None = None) -> int:
     """Delete the labs nobody has opened for LAB_KEEP_DAYS; returns how many went."""
     now = time.time() if now is None else now
+    from seqviz.store.runs import hand_over
+
     with db.transaction() as session:
-        gone = session.execute(delete(Lab).where(Lab.last_seen_at < now - limits.LAB_KEEP_DAYS * 86400))
+        idle = list(session.scalars(select(Lab.id).where(Lab.last_seen_at < now - limits.LAB_KEEP_DAYS * 86400)))
+        if not idle:
+            return 0
+        hand_over(session, idle)
+        gone = session.execute(delete(Lab).where(Lab.id.in_(idle)))
         return gone.rowcount or 0

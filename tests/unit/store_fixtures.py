@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = ("labs", "lab_keys", "lab_transfers", "models", "runs", "run_snapshots")
+TABLES = ("labs", "lab_keys", "lab_transfers", "models", "runs", "run_followers", "run_snapshots")
 BACKENDS = ("sqlite", "postgresql")
 
 

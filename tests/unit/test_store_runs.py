@@ -56,7 +56,7 @@ def test_a_worker_begins_reports_saves_and_ends_a_run(db):
     lab = _lab(db, now=5000.0)
     run_id = runs.create(db, lab, spec(steps=100), watch={"w": 1})
     began = runs.begin(db, run_id, "tcp://worker:1", 4321, now=time.time() - 30)
-    assert began == {"spec": asdict(spec(steps=100)), "watch": {"w": 1}, "lab_id": lab,
+    assert began == {"spec": asdict(spec(steps=100)), "watch": {"w": 1}, "key": None,
                      "saved_state": None, "saved_step": 0, "attempts": 1, "stop": False}
     control = runs.report(db, run_id, Report(phase="training", step=10, trained_s=2.0, losses=[(5, 2.5), (10, 2.0)],
                                              metrics=[(10, 0.5)]))
