@@ -1,6 +1,10 @@
 """seqviz.network: which of this computer's addresses a class on its network is handed (fake interface lists)."""
 
+import os
+import shutil
 import socket
+import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -138,3 +142,52 @@ def test_listing_the_interfaces_opens_no_socket(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", forbidden)
     network.interfaces()
     lan_addresses()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# A python3 for a copy of scripts/serve: `-m seqviz.network` answers as a laptop would (ADDRESS, or exit 1 when
+# empty); anything else prints the command it was given, one argument a line.
+STUB = """#!/bin/sh
+if [ "$1 $2" = "-m seqviz.network" ]; then
+    [ -n "$STUB_ADDRESS" ] || exit 1
+    echo "$STUB_ADDRESS"; exit 0
+fi
+for arg in "$@"; do echo "$arg"; done
+"""
+
+
+def _serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    shutil.copy2(ROOT / "scripts" / "serve", tmp_path / "scripts" / "serve")
+    stub = tmp_path / "bin" / "python3"
+    stub.parent.mkdir(exist_ok=True)
+    stub.write_text(STUB)
+    stub.chmod(0o755)
+    clean = {k: v for k, v in os.environ.items() if k not in ("PORT", "SEQVIZ_BASE_PATH", network.LAN_VARIABLE)}
+    return subprocess.run([str(tmp_path / "scripts" / "serve")], capture_output=True, text=True, timeout=30,
+                          env={**clean, "PATH": f"{stub.parent}{os.pathsep}/usr/bin:/bin", **env})
+
+
+@pytest.mark.parametrize("setting", ["1", "yes", " TRUE "])
+def test_serve_hands_a_class_the_laptops_address(tmp_path, setting):
+    done = _serve(tmp_path, SEQVIZ_LAN=setting, STUB_ADDRESS="192.168.1.23", PORT="8080", SEQVIZ_BASE_PATH="lab")
+    assert done.returncode == 0, done.stderr
+    words = done.stdout.split("\n")
+    assert words[words.index("--browser.serverAddress") + 1] == "192.168.1.23"  # Streamlit's banner: no checkip
+    assert words[words.index("--server.address") + 1] == "0.0.0.0"
+    assert "students open http://192.168.1.23:8080/lab" in done.stderr
+
+
+@pytest.mark.parametrize("env", [{}, {"SEQVIZ_LAN": "0"}, {"SEQVIZ_LAN": ""}])
+def test_serve_stays_as_it_was_without_the_setting(tmp_path, env):
+    done = _serve(tmp_path, STUB_ADDRESS="192.168.1.23", **env)
+    assert done.returncode == 0, done.stderr
+    assert "--browser.serverAddress" not in done.stdout.split("\n")  # .streamlit/config.toml's localhost
+    assert "students open" not in done.stderr
+
+
+def test_serve_without_a_network_says_so_and_serves(tmp_path):
+    done = _serve(tmp_path, SEQVIZ_LAN="1", STUB_ADDRESS="")
+    assert done.returncode == 0, done.stderr
+    assert "--browser.serverAddress" not in done.stdout.split("\n")
+    assert "no address on a local network" in done.stderr
