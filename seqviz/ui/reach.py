@@ -92,7 +92,7 @@ def qr(url: str, caption: str, *, width: int | str = "stretch") -> None:
     st.image(svg, caption=_plain(caption), width=width, alt=f"QR code of {url}")
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)  # a few share addresses a minute; up to ~100 kB each
 def _qr_svg(url: str) -> str | None:
     import segno
     from segno import DataOverflowError

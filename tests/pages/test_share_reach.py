@@ -122,3 +122,22 @@ def test_a_long_address_still_makes_a_code_a_phone_reads_or_says_it_cannot(monke
     set_sentence(at, "\N{PARROT}" * 400)
     assert not _qr_codes(at) and "too long for a QR code" in all_text(at)
     assert urlsplit(_share(at)).hostname == "192.168.1.23"
+
+
+@pytest.mark.parametrize(("opened", "bound", "expected"), [
+    ("http://localhost:8501/attention", "0.0.0.0", "http://192.168.1.23:8501/lab"),  # the teacher, on the laptop
+    ("http://10.0.0.9:8501/attention", "", "http://10.0.0.9:8501/lab"),  # a visitor on the laptop's other network
+    ("http://203.0.113.7:8501/", "0.0.0.0", "http://192.168.1.23:8501/lab"),  # an address not the laptop's
+    ("http://localhost:8501/", "10.0.0.9", "http://10.0.0.9:8501/lab"),  # listening on one address: that one
+    ("http://localhost:8501/", "127.0.0.1", None),  # listening on this computer only: no class can open it
+])
+def test_which_address_of_the_laptop(monkeypatch, opened, bound, expected):
+    from types import SimpleNamespace
+
+    options = {"server.address": bound, "server.port": 8501, "server.baseUrlPath": "/lab/"}
+    monkeypatch.setenv(network.LAN_VARIABLE, "1")
+    monkeypatch.setattr(network, "interfaces", lambda: [*CLASSROOM, Interface("eth0", ("10.0.0.9",))])
+    monkeypatch.setattr(reach, "_INTERFACES_TTL_S", 0.0)
+    monkeypatch.setattr(reach, "st", SimpleNamespace(get_option=options.get, context=SimpleNamespace(url=opened)))
+    assert reach.lan_base_url() == expected
+    assert reach.base_url() == (expected or urlsplit(opened)._replace(path="/lab", query="").geturl())
