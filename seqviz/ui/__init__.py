@@ -172,7 +172,8 @@ def _share_part(url_path: str) -> None:
                    "opens it sees the shipped models you picked.")
     if not local:
         with st.expander("QR code for phones", icon=":material/qr_code_2:"):
-            reach.qr(address, "Scan with a phone's camera to open this view.")
+            reach.qr(address, "Scan with a phone's camera to open this view. For a projector, the code's "
+                     "full-screen button (top right, on hover) fills the screen.")
 
 
 _MOVED_KEY = "seqviz-moved-told"  # session state: the toast about a moved session was shown

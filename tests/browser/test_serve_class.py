@@ -110,6 +110,15 @@ def test_a_class_gets_the_laptops_address_and_nothing_goes_out(classroom, browse
             pg.screenshot(path=str(SHOTS / f"{name}.png"))
             shot = Image.open(io.BytesIO(image.screenshot())).convert("L")  # the code with its quiet zone
             assert [r.text for r in zxingcpp.read_barcodes(shot)] == [shared], f"{name}: the QR code does not read"
+            if device is harness.DESKTOP:  # for a projector: the image's full-screen button fills the screen
+                image.hover()
+                sidebar.get_by_test_id("stElementToolbarButton").last.click()
+                pg.wait_for_timeout(800)
+                big = pg.get_by_role("img", name=f"QR code of {shared}").bounding_box()
+                assert big and min(big["width"], big["height"]) >= 800, f"full screen, the code is small: {big}"
+                pg.screenshot(path=str(SHOTS / f"{name}-full-screen.png"))
+                projected = Image.open(SHOTS / f"{name}-full-screen.png").convert("L")
+                assert [r.text for r in zxingcpp.read_barcodes(projected)] == [shared]
         finally:
             context.close()
 
