@@ -13,7 +13,7 @@ def main() -> None:
                        layout="wide")
     pages = [st.Page(HOME.script, title=HOME.title, icon=HOME.icon, default=True)] + [
         st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path) for p in STORY
-    ]
+    ] + [st.Page("app_pages/class_board.py", title="Class board", icon=":material/groups:", url_path="class")]
     page = st.navigation(pages)
     ui.page_style()
     lab.begin()

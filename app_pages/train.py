@@ -3,7 +3,8 @@
 import streamlit as st
 
 from seqviz import charts, ui, views
-from seqviz.ui import models, training
+from seqviz.ui import models, shared_runs, training
+from seqviz.ui.classroom import prefill_train_form
 
 st.title("Train your own")
 st.markdown(
@@ -14,6 +15,7 @@ st.markdown(
     "joins *Your models* in the sidebar and every page that fits it can show it."
 )
 
+prefill_train_form()
 spec = training.form()
 tokens = ui.sentence_tokens("Type a sentence in the sidebar: snapshots show how the model reads it.")
 no_lab = training.lab_unavailable()
@@ -32,9 +34,12 @@ def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
 def draw_run(state) -> None:
     spec = state.spec
     st.markdown(f"#### {ui.escape_markdown(state.name)}")
+    sharing = shared_runs.sharing_text(state)
+    if sharing:
+        st.caption(sharing)
     if state.status == "queued":
         st.info(training.queue_text(state), icon=":material/hourglass_top:")
-        if st.button("Cancel", key=f"cancel-{state.id}"):
+        if st.button("Cancel" if state.followers < 2 else "Stop following", key=f"cancel-{state.id}"):
             training.stop(state.id)
             st.rerun()
         return
@@ -42,7 +47,7 @@ def draw_run(state) -> None:
         st.caption(state.note)
     if state.status == "running":
         st.progress(state.step / max(1, state.steps), text=training.progress_text(state))
-        if st.button("Stop training", key=f"stop-{state.id}", icon=":material/stop:"):
+        if st.button(shared_runs.stop_label(state), key=f"stop-{state.id}", icon=":material/stop:"):
             training.stop(state.id)
     elif state.status == "failed":
         st.error(f"Training failed: {state.error}", icon=":material/error:")
@@ -52,26 +57,32 @@ def draw_run(state) -> None:
         return
     else:
         why = {"asked": "stopped when you asked", "time limit": "stopped at the time limit",
-               "nobody looking": "stopped because nobody of your lab was looking"}.get(state.stop_reason or "",
-                                                                                      "finished")
+               "left": "you stopped following it", "nobody looking": "stopped because nobody following it was "
+                                                                     "looking"}.get(state.stop_reason or "", "finished")
         st.success(f"{why.capitalize()} after {state.step} steps and {state.train_seconds or 0:.0f} s of training: "
                    f"{state.metric_name} {state.metric:.1%}." if state.metric is not None else why.capitalize(),
                    icon=":material/check_circle:")
         st.caption(training.timeline(state))
-    if state.losses or state.metric_history:
-        ui.chart(charts.training_chart(state.losses, state.metric_history, state.metric_name, state.steps),
-                 charts.training_data(state.losses, state.metric_history, state.metric_name),
-                 f"train-curves-{state.id}")
-    if state.snapshots:
+    upto = shared_runs.replay_step(state) if state.ended else None
+    if state.ended and state.stop_reason != "left":
+        shared_runs.replay_controls(state, upto)
+    losses, history = state.losses, state.metric_history
+    if upto is not None:  # replaying: what the run had at that step
+        losses, history = [p for p in losses if p[0] <= upto], [p for p in history if p[0] <= upto]
+    if losses or history:
+        ui.chart(charts.training_chart(losses, history, state.metric_name, state.steps),
+                 charts.training_data(losses, history, state.metric_name), f"train-curves-{state.id}")
+    snapshots = [s for s in state.snapshots if upto is None or s[0] <= upto]  # (replaying: those it had then)
+    if snapshots:
         st.markdown("**Watch it learn**: " + ("the model's view of the sidebar sentence (it was typed when the run "
-                                              "started)." if views.get(state.snapshots[-1][1].view).needs_sentence else
+                                              "started)." if views.get(snapshots[-1][1].view).needs_sentence else
                                               "the model on held-out sequences."))
-        index = len(state.snapshots) - 1
-        if state.ended and len(state.snapshots) > 1:
-            steps = [step for step, _ in state.snapshots]
+        index = len(snapshots) - 1
+        if state.ended and upto is None and len(snapshots) > 1:
+            steps = [step for step, _ in snapshots]
             chosen = st.select_slider("Snapshot after step", options=steps, value=steps[-1], key=f"snap-{state.id}")
             index = steps.index(chosen)
-        step, snapshot = state.snapshots[index]
+        step, snapshot = snapshots[index]
         st.caption(f"After step {step}.")
         st.markdown(ui.escape_markdown(snapshot.summary))
         draw_snapshot(snapshot, state.name, spec.family, state.id)
@@ -105,12 +116,15 @@ def compare_with_shipped(state) -> None:
 
 runs = training.my_runs(snapshots=False)
 active = any(run.status in ("queued", "running") for run in runs)
+replaying = shared_runs.replaying(runs)
 
 
-@st.fragment(run_every=training.POLL_S if active else None)
+@st.fragment(run_every=training.POLL_S if active or replaying else None)
 def panel() -> None:
     training.lab_seen()  # a tab watching its run here is somebody of the lab looking
     runs_now = training.my_runs()
+    if replaying and not active and not shared_runs.replaying(runs_now):
+        st.rerun()  # the replay is over (or skipped): the page stops looking again
     # A run ended since the page last ran whole (or since the sidebar listed Your models in this run): its model is
     # in Your models (the sidebar, every picker) and the page runs whole again, which also stops this polling.
     ended = {r.id for r in runs_now if r.ended}
