@@ -128,15 +128,15 @@ def _board(code: str, teacher: bool) -> None:
     measures = charts.measures_of(part)
     summary = [m for m in measures if "@" not in m]
     ui.table(shown_table(part, summary), "{}", text_columns=tuple(shown_table(part, summary).columns))
-    _chart(part, measures, code)
-    _best(part, summary)
+    _best(part, _chart(part, measures, code))
     _models(posts, part, teacher, code)
     if teacher:
         st.download_button("Download the board (CSV)", data=board_csv(frame), file_name=f"class-{code}.csv",
                            mime="text/csv", key="board-csv", icon=":material/download:", on_click="ignore")
 
 
-def _chart(part: pd.DataFrame, measures: list[str], code: str) -> None:
+def _chart(part: pd.DataFrame, measures: list[str], code: str) -> str:
+    """The chart, with pickers for its axes; returns the summary measure the board ranks runs by."""
     found = classes.find(lab.db(), code)
     experiment = found.experiment if found is not None else None
     colours = tuple(charts.family_colours(part["family"]).items())
@@ -145,22 +145,22 @@ def _chart(part: pd.DataFrame, measures: list[str], code: str) -> None:
     columns = st.columns(2)
     x = columns[0].selectbox("Along x", settings, index=settings.index(default_x), key="board-x",
                              format_func=lambda s: "source length" if s == charts.LENGTH else charts.SETTINGS[s])
+    summary = [m for m in measures if "@" not in m] or measures
+    default_y = experiment.measure if experiment is not None and experiment.measure in summary else summary[0]
     if x == charts.LENGTH:
         metric = columns[1].selectbox("Up", ["exact_match", "token_accuracy"], key="board-length-measure",
                                       format_func=lambda m: m.replace("_", " "))
         ui.chart(ui.figure(charts.length_chart, colours, metric.replace("_", " ")), charts.length_data(part, metric),
                  f"board-length-{code}")
-        return
-    summary = [m for m in measures if "@" not in m] or measures
-    default_y = experiment.measure if experiment is not None and experiment.measure in summary else summary[0]
+        return default_y
     y = columns[1].selectbox("Up", summary, index=summary.index(default_y), key="board-y",
                              format_func=charts.measure_name)
     ui.chart(ui.figure(charts.board_chart, charts.measure_name(y), x, colours), charts.points_data(part, y, x),
              f"board-{code}")
+    return y
 
 
-def _best(part: pd.DataFrame, summary: list[str]) -> None:
-    measure = st.session_state.get("board-y") if st.session_state.get("board-y") in summary else summary[0]
+def _best(part: pd.DataFrame, measure: str) -> None:
     ranked = part[part[measure].notna()].sort_values([measure, "post"], ascending=[False, True])
     if ranked.empty:
         return

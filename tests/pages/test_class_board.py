@@ -190,3 +190,47 @@ def test_the_store_unreachable_is_said_and_other_pages_work(cookies, monkeypatch
     assert "The class board cannot be used now" in errors(at)
     at.switch_page("app_pages/attention.py").run()
     assert not at.exception and len(at.get("vega_lite_chart")) >= 2
+
+
+HOSTILE_NICKNAMES = ["<script>alert(1)</script>", "**bold** [x](http://e.x)", "$\\frac{1}{2}$ :material/home:",
+                     "\u202eevil\u202c\u200b", "a\x00b\x07c", "📦👨‍👩‍👧🇫🇷", "=cmd|' /C calc'!A0", "x" * 10_000]
+
+
+@pytest.mark.parametrize("nickname", HOSTILE_NICKNAMES)
+def test_hostile_nicknames_are_cut_and_shown_as_text(cookies, nickname):
+    made = classes.start(database(), "class")
+    student = a_lab()
+    finished_run(student.id)
+    at = open_class(cookies, student.key, c=made.code)
+    at.text_input(key="class-nickname").set_value(nickname[:limits.CLASS_NICKNAME_CHARS]).run()
+    at.button[[b.label for b in at.button].index("Post it")].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    (post,) = board.posts(database(), made.code)
+    assert 0 < len(post.nickname) <= limits.CLASS_NICKNAME_CHARS
+    assert not any(ch in post.nickname for ch in "\x00\x07\u202e\u202c\u200b")
+    shown = "".join([e.value for e in at.markdown] + [e.value for e in at.success]) + at.table[0].value.to_string()
+    for marker in ("<script", "**bold**", "[x](", "$\\frac", ":material/home:"):
+        assert not re.search(r"(?<!\\)" + re.escape(marker), shown), marker
+
+
+def test_a_translation_board_draws_exact_match_against_sentence_length(cookies):
+    from seqviz.store.experiments import ready_made
+
+    made = classes.start(database(), "class", experiment=ready_made()["attention"])
+    for number, family in enumerate(("plain", "additive", "dot")):
+        who = a_lab()
+        classes.join(database(), made.code, who.id)
+        fall = {"plain": 0.5, "additive": 0.1, "dot": 0.05}[family]
+        metrics = {"exact_match_le30": 0.9 - fall, "exact_match_ge25": 0.8 - fall, "chapter_pairs_exact": 5,
+                   "buckets": {f"{lo}-{lo + 4}": {"exact_match": max(0.0, 1 - fall * k), "token_accuracy": 0.9}
+                               for k, lo in enumerate((5, 10, 15, 20, 25))}}
+        board.post(database(), made.code, who.id, run_id=f"{number}" * 32, nickname=family, metrics=metrics,
+                   spec={"task": "translation", "family": family, "embedding": 64, "hidden": 64, "steps": 600,
+                         "lr": 0.003, "seed": 0, "heads": 4, "layers": 1, "batch_size": 64})
+    at = open_class(cookies, c=made.code)
+    assert at.selectbox(key="board-x").value == "length"
+    (chart,) = at.get("vega_lite_chart")
+    assert "source length" in chart.proto.spec
+    assert "**dot**" in "".join(e.value for e in at.success)  # the best run by exact match (≤ 30 tokens)
+    at.selectbox(key="board-x").set_value("family").run()
+    assert not at.exception and len(at.get("vega_lite_chart")) == 1
