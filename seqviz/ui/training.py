@@ -209,7 +209,8 @@ def start(spec, tokens: tuple[str, ...] | None) -> None:
         st.info("These settings are already training (below): Start training again starts nothing. Change a "
                 "setting (the seed, say) to train another model beside it.", icon=":material/info:")
         return
-    from seqviz.store import StoreUnavailable
+    from seqviz.store import StoreUnavailable, runs
+    from seqviz.ui import shared_runs
 
     lab_id = lab.lab_id()
     if lab_id is None:
@@ -217,7 +218,9 @@ def start(spec, tokens: tuple[str, ...] | None) -> None:
                  icon=":material/cloud_off:")
         return
     try:
-        manager().submit(lab_id, spec, watch=SnapshotView.for_run(spec, tokens, story.models("watch")))
+        run_id = manager().submit(lab_id, spec, watch=SnapshotView.for_run(spec, tokens, story.models("watch")))
+        if any(state.ended for state in runs.states(lab.db(), lab_id, run_id, snapshots=False)):
+            shared_runs.start_replay(run_id)  # trained before, for others: its model is here now; its history plays
         # This session has seen the lab train: when the run ends, the sidebar's status line runs the page whole
         # again, even if it ends between this session's next look at Your models and at its runs.
         st.session_state[SEEN_ACTIVE_KEY] = True

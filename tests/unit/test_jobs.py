@@ -160,6 +160,8 @@ def managers(cluster):
     made: list[RunManager] = []
 
     def make(db, **options) -> RunManager:
+        # Identical runs trained once is tests/unit/test_jobs_identical.py's; here every submission is a run.
+        options.setdefault("train_identical_once", False)
         made.append(RunManager(db, cluster=cluster, **options))
         return made[-1]
 
@@ -485,7 +487,7 @@ def test_same_spec_and_seed_give_the_same_weights_alone_and_under_load(sqlite_db
     db = sqlite_db
     spec = RunSpec(task="emails", family="transformer", embedding=16, hidden=32, heads=2, layers=1, steps=40,
                    batch_size=16, seed=0)
-    manager = managers(db, train_identical_once=False)  # (else the second run would take the first's model)
+    manager = managers(db)  # (every submission trains: the second does not take the first's model)
     alone_lab, loaded_lab, neighbour_lab = new_lab(db), new_lab(db), new_lab(db)
     alone = ended(db, alone_lab, manager.submit(alone_lab, spec))
     assert alone.status == "finished"
