@@ -173,9 +173,9 @@ def activity(db: Database, code, now: float | None = None) -> dict[str, int]:
         members = session.scalar(select(func.count()).select_from(students.subquery()))
         connected = session.scalar(select(func.count(Lab.id)).where(
             Lab.id.in_(students), Lab.last_seen_at >= now - limits.CLASS_CONNECTED_S))
-        own = select(Run.lab_id).where(Run.status.in_(ACTIVE), Run.lab_id.in_(students))
+        # Every lab asking for a run follows it (the first too), and one that stopped following trains nothing.
         followed = select(RunFollower.lab_id).join(Run, Run.id == RunFollower.run_id).where(
             Run.status.in_(ACTIVE), RunFollower.left_at.is_(None), RunFollower.lab_id.in_(students))
-        training = len(set(session.scalars(own)) | set(session.scalars(followed)))
+        training = len(set(session.scalars(followed)))
         count = session.scalar(select(func.count(ClassPost.id)).where(ClassPost.class_id == row.id))
         return {"students": int(members), "connected": int(connected), "training": training, "posts": int(count)}
