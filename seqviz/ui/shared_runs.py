@@ -72,14 +72,12 @@ def replay_step(state) -> int | None:
 def replay_controls(state, step: int | None) -> None:
     """A "Replay its training" button on an ended run, or the replay's progress with "Skip to the end"."""
     if step is None:
-        if can_replay(state) and st.button("Replay its training", key=f"replay-{state.id}",
-                                           icon=":material/replay:",
-                                           help="The curves and snapshots as they came, at the pace it trained."):
-            start_replay(state.id)
-            st.rerun()
+        if can_replay(state):  # (callbacks: the run that follows the click draws the replay, or its end)
+            st.button("Replay its training", key=f"replay-{state.id}", icon=":material/replay:",
+                      on_click=start_replay, args=(state.id,),
+                      help="The curves and snapshots as they came, at the pace it trained.")
         return
     st.progress(step / max(1, state.step), text=f"Replaying its training: step {step} of {state.step}, at the "
                                                 f"pace it trained.")
-    if st.button("Skip to the end", key=f"skip-{state.id}", icon=":material/skip_next:"):
-        st.session_state.pop(REPLAY + state.id, None)
-        st.rerun()
+    st.button("Skip to the end", key=f"skip-{state.id}", icon=":material/skip_next:",
+              on_click=lambda: st.session_state.pop(REPLAY + state.id, None))
