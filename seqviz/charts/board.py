@@ -11,7 +11,7 @@ import altair as alt
 import pandas as pd
 
 from seqviz import families
-from seqviz.charts.base import model_legend, table
+from seqviz.charts.base import table
 
 # The settings a run has, as the board's table and pickers name them (seqviz.runs.RunSpec's fields).
 SETTINGS = {"family": "family", "hidden": "hidden size", "embedding": "embedding size", "layers": "layers",
@@ -68,6 +68,12 @@ def measures_of(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if c not in fixed and frame[c].notna().any()]
 
 
+def _legend(title: str) -> alt.Legend:
+    """One entry a line under the chart, each cut to fit a phone's column (a family's label is long: at 390 px the
+    chart is about 340 px wide)."""
+    return alt.Legend(orient="bottom", title=title, labelLimit=260, columns=1)
+
+
 def family_colours(names) -> dict[str, str]:
     """{family label: its colour} for the families on the board, in the pickers' order."""
     present = set(names)
@@ -88,7 +94,7 @@ def board_chart(measure_title: str, setting: str, colours: tuple[tuple[str, str]
     """Each run as a point at (its ``setting``, its measure), coloured by family, with a line through each family's
     mean at each value: the class's curve. A family along x is drawn as categories, a size or budget as numbers."""
     colour = alt.Color("family:N", scale=alt.Scale(domain=[c for c, _ in colours], range=[c for _, c in colours]),
-                       legend=model_legend("family"))
+                       legend=_legend("family"))
     x = (alt.X("x:N", title=SETTINGS[setting], sort=[c for c, _ in colours]) if setting == "family" else
          alt.X("x:Q", title=SETTINGS[setting], scale=alt.Scale(type="log" if setting in ("lr",) else "linear",
                                                                  zero=False)))
@@ -98,33 +104,48 @@ def board_chart(measure_title: str, setting: str, colours: tuple[tuple[str, str]
         y=y, tooltip=[alt.Tooltip("nickname:N"), alt.Tooltip("family:N"), alt.Tooltip("x:N", title=SETTINGS[setting]),
                       alt.Tooltip("y:Q", title=measure_title, format=".1%")])
     means = base.mark_line(strokeWidth=2).encode(y=alt.Y("mean(y):Q", title=measure_title))
-    return alt.layer(means, runs, data=table()).properties(
-        width=460, height=280, title=f"{measure_title[:1].upper()}{measure_title[1:]} against {SETTINGS[setting]}")
+    # No chart title: the pickers above it and the axes name what it draws, and a title of two lines (a long
+    # measure, a phone's column) was cut off at the top of the chart's frame.
+    return alt.layer(means, runs, data=table()).properties(width=460, height=280)
 
 
 def length_data(frame: pd.DataFrame, metric: str = "exact_match") -> pd.DataFrame:
-    """One row per run and source-length bucket: its ``metric`` on held-out sources of that length (translators)."""
+    """One row per run and source-length bucket: its ``metric`` on held-out sources of that length (translators),
+    with the run's settings (a line may be coloured by one)."""
     rows = []
+    kept = [field for field in SETTINGS if field not in ("family", "hidden") and field in frame.columns]
     for _, row in frame.iterrows():
         for column in frame.columns:
             if column.startswith(f"{metric}@") and pd.notna(row[column]):
                 low, _, high = column.partition("@")[2].partition("-")
                 rows.append({"run": f"{row['nickname']} (#{row['post']})", "family": families.get(row["family"]).label,
                              "hidden": row["hidden"], "sources": column.partition("@")[2],
-                             "length": (int(low) + int(high)) / 2, "y": float(row[column])})
-    return pd.DataFrame(rows, columns=["run", "family", "hidden", "sources", "length", "y"])
+                             "length": (int(low) + int(high)) / 2, "y": float(row[column]),
+                             **{field: row[field] for field in kept}})
+    return pd.DataFrame(rows, columns=["run", "family", "hidden", "sources", "length", "y", *kept])
 
 
-def length_chart(colours: tuple[tuple[str, str], ...], metric_title: str = "exact match") -> alt.Chart:
-    """A line per run: its held-out ``metric_title`` against the source's length (each bucket at its middle),
-    coloured by family. A plain translator's line falls as sentences grow; attention holds it up."""
-    colour = alt.Color("family:N", scale=alt.Scale(domain=[c for c, _ in colours], range=[c for _, c in colours]),
-                       legend=model_legend("family"))
-    return alt.Chart(table()).mark_line(point=True, opacity=0.7).encode(
+def length_chart(colours: tuple[tuple[str, str], ...], metric_title: str = "exact match",
+                 by: str = "family") -> alt.Chart:
+    """A line per run: its held-out ``metric_title`` against the source's length (each bucket at its middle).
+    Coloured by family, or (``by`` "hidden", say, when the class varies one size of one family) by that setting,
+    light to dark: a plain translator's line falls as sentences grow, later the larger its hidden size;
+    attention holds it up."""
+    if by == "family":
+        colour = alt.Color("family:N", scale=alt.Scale(domain=[c for c, _ in colours],
+                                                         range=[c for _, c in colours]), legend=_legend("family"))
+    else:
+        # orange (small) to blue (large) through mid-tones, on a log scale (8 to 128 is four doublings): every
+        # line reads on the light and the dark theme, where a scheme's darkest end vanished on the dark one
+        colour = alt.Color(f"{by}:Q", scale=alt.Scale(type="log", range=["#E69F00", "#0072B2"], interpolate="hcl"),
+                           legend=alt.Legend(
+            orient="bottom", title=SETTINGS.get(by, by), type="gradient", direction="horizontal", gradientLength=220))
+        # (a gradient: a line mark's legend of symbols listed the log scale's ticks, 9 and 10, as if runs had them)
+    return alt.Chart(table()).mark_line(point=True, opacity=0.8).encode(
         x=alt.X("length:Q", title="source length (tokens, middle of each bucket)"),
         y=alt.Y("y:Q", title=metric_title, scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
         color=colour, detail="run:N",
         tooltip=[alt.Tooltip("run:N"), alt.Tooltip("family:N"), alt.Tooltip("hidden:Q", title="hidden size"),
                  alt.Tooltip("sources:N", title="sources of (tokens)"), alt.Tooltip("y:Q", title=metric_title,
                                                                                    format=".1%")],
-    ).properties(width=460, height=280, title=f"{metric_title[:1].upper()}{metric_title[1:]} against source length")
+    ).properties(width=460, height=280)  # no title: see board_chart

@@ -127,8 +127,11 @@ def _board(code: str, teacher: bool) -> None:
     part = frame[frame["task"] == task].reset_index(drop=True)
     measures = charts.measures_of(part)
     summary = [m for m in measures if "@" not in m]
-    ui.table(shown_table(part, summary), "{}", text_columns=tuple(shown_table(part, summary).columns))
+    # The chart first, then the best run and the table: a class of thirty makes a long table, and the curve is what
+    # the projector shows.
     _best(part, _chart(part, measures, code))
+    shown = shown_table(part, summary)
+    ui.table(shown, "{}", text_columns=tuple(shown.columns))
     _models(posts, part, teacher, code)
     if teacher:
         st.download_button("Download the board (CSV)", data=board_csv(frame), file_name=f"class-{code}.csv",
@@ -142,6 +145,14 @@ def _chart(part: pd.DataFrame, measures: list[str], code: str) -> str:
     colours = tuple(charts.family_colours(part["family"]).items())
     settings = list(charts.SETTINGS) + ([charts.LENGTH] if any("@" in m for m in measures) else [])
     default_x = experiment.x if experiment is not None and experiment.x in settings else "hidden"
+    # A translator's size varied (the bottleneck): its summary measures sit near 0% for every size on long
+    # sentences, a flat line; exact match against source length, a line per run coloured by that size, is the
+    # chapter's curve (each line falls as sentences grow, later the larger the size).
+    by = "family"
+    if experiment is not None and experiment.setting not in ("family", "seed") and part["family"].nunique() == 1:
+        by = experiment.setting
+        if charts.LENGTH in settings and experiment.task == "translation":
+            default_x = charts.LENGTH
     columns = st.columns(2)
     x = columns[0].selectbox("Along x", settings, index=settings.index(default_x), key="board-x",
                              format_func=lambda s: "source length" if s == charts.LENGTH else charts.SETTINGS[s])
@@ -150,8 +161,8 @@ def _chart(part: pd.DataFrame, measures: list[str], code: str) -> str:
     if x == charts.LENGTH:
         metric = columns[1].selectbox("Up", ["exact_match", "token_accuracy"], key="board-length-measure",
                                       format_func=lambda m: m.replace("_", " "))
-        ui.chart(ui.figure(charts.length_chart, colours, metric.replace("_", " ")), charts.length_data(part, metric),
-                 f"board-length-{code}")
+        ui.chart(ui.figure(charts.length_chart, colours, metric.replace("_", " "), by),
+                 charts.length_data(part, metric), f"board-length-{code}")
         return default_y
     y = columns[1].selectbox("Up", summary, index=summary.index(default_y), key="board-y",
                              format_func=charts.measure_name)

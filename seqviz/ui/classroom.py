@@ -197,9 +197,13 @@ def header(found, mine) -> None:
         st.caption("Teacher link (keep it private):")
         st.code(f"{class_link(found.code)}&{KEY_PARAM}={new[1]}", language=None, wrap_lines=True)
         st.button("I have kept it", key="class-kept", on_click=lambda: st.session_state.pop(NEW_KEY, None))
-    st.markdown(f"**Class link for students** (code **{found.code}**): opening it joins the class.")
-    st.code(class_link(found.code), language=None, wrap_lines=True)
-    reach.qr(class_link(found.code), f"Scan to join {found.name}"[:80])
+    # The link beside a QR code of a third of the width (its full-screen button fills a projector): at full width
+    # the code took a whole screen and pushed the board below it (on a phone the two stack).
+    link, code = st.columns([2, 1], vertical_alignment="center")
+    link.markdown(f"**Class link for students** (code **{found.code}**): opening it joins the class.")
+    link.code(class_link(found.code), language=None, wrap_lines=True)
+    with code:
+        reach.qr(class_link(found.code), f"Scan to join {found.name}"[:80])
     if found.auto_post:
         st.info("Automatic posting is on: a run a student finishes is posted to the board under their nickname "
                 "when their class page or /train next sees it.", icon=":material/sync:")
