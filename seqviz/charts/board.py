@@ -125,22 +125,25 @@ def length_data(frame: pd.DataFrame, metric: str = "exact_match") -> pd.DataFram
     return pd.DataFrame(rows, columns=["run", "family", "hidden", "sources", "length", "y", *kept])
 
 
-def length_chart(colours: tuple[tuple[str, str], ...], metric_title: str = "exact match",
-                 by: str = "family") -> alt.Chart:
+def ramp(count: int, low: str = "#E69F00", high: str = "#0072B2") -> list[str]:
+    """``count`` colours from orange to blue through mid-tones (each reads on the light and the dark theme)."""
+    a, b = (tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in (low, high))
+    steps = [k / max(1, count - 1) for k in range(count)]
+    return ["#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(a, b, strict=True)) for t in steps]
+
+
+def length_chart(colours: tuple[tuple[str, str], ...], metric_title: str = "exact match", by: str = "family",
+                 levels: tuple = ()) -> alt.Chart:
     """A line per run: its held-out ``metric_title`` against the source's length (each bucket at its middle).
-    Coloured by family, or (``by`` "hidden", say, when the class varies one size of one family) by that setting,
-    light to dark: a plain translator's line falls as sentences grow, later the larger its hidden size;
-    attention holds it up."""
-    if by == "family":
+    Coloured by family, or (``by`` "hidden", say, when the class varies one size of one family) by that setting's
+    ``levels``, small to large, orange to blue: a plain translator's line falls as sentences grow, later the larger
+    its hidden size; attention holds it up."""
+    if by == "family" or not levels:
         colour = alt.Color("family:N", scale=alt.Scale(domain=[c for c, _ in colours],
                                                          range=[c for _, c in colours]), legend=_legend("family"))
     else:
-        # orange (small) to blue (large) through mid-tones, on a log scale (8 to 128 is four doublings): every
-        # line reads on the light and the dark theme, where a scheme's darkest end vanished on the dark one
-        colour = alt.Color(f"{by}:Q", scale=alt.Scale(type="log", range=["#E69F00", "#0072B2"], interpolate="hcl"),
-                           legend=alt.Legend(
-            orient="bottom", title=SETTINGS.get(by, by), type="gradient", direction="horizontal", gradientLength=220))
-        # (a gradient: a line mark's legend of symbols listed the log scale's ticks, 9 and 10, as if runs had them)
+        colour = alt.Color(f"{by}:O", scale=alt.Scale(domain=list(levels), range=ramp(len(levels))),
+                           legend=alt.Legend(orient="bottom", title=SETTINGS.get(by, by), direction="horizontal"))
     return alt.Chart(table()).mark_line(point=True, opacity=0.8).encode(
         x=alt.X("length:Q", title="source length (tokens, middle of each bucket)"),
         y=alt.Y("y:Q", title=metric_title, scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),

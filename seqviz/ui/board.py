@@ -161,7 +161,11 @@ def _chart(part: pd.DataFrame, measures: list[str], code: str) -> str:
     if x == charts.LENGTH:
         metric = columns[1].selectbox("Up", ["exact_match", "token_accuracy"], key="board-length-measure",
                                       format_func=lambda m: m.replace("_", " "))
-        ui.chart(ui.figure(charts.length_chart, colours, metric.replace("_", " "), by),
+        levels = ()  # the setting's values, small to large: the experiment's, and any a student trained instead
+        if by != "family":
+            found = {*experiment.values, *(v.item() if hasattr(v, "item") else v for v in part[by].dropna())}
+            levels = tuple(sorted(found, key=lambda v: (not isinstance(v, int | float), v)))
+        ui.chart(ui.figure(charts.length_chart, colours, metric.replace("_", " "), by, levels),
                  charts.length_data(part, metric), f"board-length-{code}")
         return default_y
     y = columns[1].selectbox("Up", summary, index=summary.index(default_y), key="board-y",

@@ -10,6 +10,10 @@ manages the class from then on (seqviz.store.classes.claim). Whatever a visitor 
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+
 import streamlit as st
 
 from seqviz import limits
@@ -56,9 +60,26 @@ def unavailable(problem: str | None) -> None:
              icon=":material/cloud_off:")
 
 
+_purged = {"at": None}
+_purge_lock = threading.Lock()
+
+
+def purge_now_and_then() -> None:
+    """Delete the classes nobody has used for CLASS_KEEP_DAYS (their members and boards; the students' labs and
+    models stay): the first time /class runs on this server, then every lab.PURGE_EVERY_S, as labs are purged."""
+    with _purge_lock:
+        now = time.monotonic()
+        if _purged["at"] is not None and now - _purged["at"] < lab.PURGE_EVERY_S:
+            return
+        _purged["at"] = now
+    with contextlib.suppress(StoreUnavailable):  # the page says what is wrong; purging waits its turn
+        classes.purge(lab.db())
+
+
 def opened():
     """The class the address opens, joined by this lab (ClassInfo, Membership); None when the address names none
     (a wrong, deleted or purged code is said plainly). Raises StoreUnavailable."""
+    purge_now_and_then()
     typed = st.query_params.get(CODE_PARAM)
     if typed is None:
         return None

@@ -1,9 +1,12 @@
 """The class board as a class uses it, in Chromium: a teacher on a desktop starts a class at /class with the
 bottleneck experiment and gets the students' link and the teacher key; three students open the link (one on a
-390 px phone, one in the dark theme); each has a finished run in their lab (seeded through the store API, as a
-worker leaves one: training three runs here would take minutes on this shared 2-core machine) and posts it with a
-nickname; the teacher's board shows every post without a reload; the chart and the table show them; no student
-sees the teacher's controls; the teacher removes a post and downloads the CSV; a wrong code gets a plain message.
+390 px phone, one in the dark theme); the first follows "Train your part on /train" and trains the form it finds
+filled with their hidden size, cut to 40 steps, for real (the teacher's board counts them as training); the other
+two have a finished run seeded in their labs through the store API, as a worker leaves one (three real runs take
+minutes on this shared 2-core machine); each posts theirs with a nickname; the teacher's board shows every post
+without a reload; the chart and the table show them; no student sees the teacher's controls; the teacher removes
+a post and downloads the CSV; a wrong code, and that of a class unused for longer than CLASS_KEEP_DAYS (purged as
+the server first shows /class), get a plain message.
 
 Two servers, one board: both test servers are `streamlit run app.py` on one PostgreSQL store (tests/databases.py),
 as a lecture hall's are (HAProxy left out: it only picks the server). A post made through server A shows on server
@@ -25,7 +28,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browsing import ROOT, SHOTS, assert_no_exception, download, new_visitor, wait_for_app
+from browsing import ROOT, SHOTS, assert_no_exception, download, new_visitor, set_number, wait_for_app
 from databases import postgres_server
 from playwright.sync_api import expect
 
@@ -39,6 +42,8 @@ PLAIN = ROOT / "assets" / "models" / "plain.safetensors"
 # smaller hidden size gets a share of it (see measured_like): figures of the right shape, not measured ones.
 H128 = {"3-9": 1.0, "10-14": 0.87, "15-19": 0.61, "20-24": 0.41, "25-30": 0.11}
 NO_CLASS = "No class has this code"
+TRAIN_STEPS = 40  # the one student who trains for real: the bottleneck preset cut to 40 steps
+FINISHED = re.compile(r"Finished[^.]* after \d+ steps")
 
 
 def measured_like(hidden: int, seed: int = 0) -> dict:
@@ -167,6 +172,26 @@ def post_in_browser(page, nickname: str) -> float:
     return clicked
 
 
+def train_my_part(page, teacher, hidden: int) -> None:
+    """The student follows "Train your part on /train": the form is the bottleneck preset's with their hidden size;
+    they cut the steps to TRAIN_STEPS and train it for real (a worker process of the server), the teacher's board
+    counting them as training meanwhile."""
+    page.get_by_test_id("stMain").get_by_role("link", name="Train your part on /train").click()
+    page.wait_for_url("**/train**")
+    wait_for_app(page)
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_text("the form below is filled with your part")).to_be_visible()
+    expect(main.get_by_role("combobox", name="Preset", exact=True)).to_have_value(re.compile("Bottleneck"))
+    expect(main.get_by_role("spinbutton", name="Hidden", exact=True)).to_have_value(str(hidden))
+    set_number(page, "Steps", TRAIN_STEPS)
+    main.get_by_role("button", name="Start training", exact=True).click()
+    expect(teacher.get_by_test_id("stMain").get_by_text(re.compile(r"connected now, 1 training"))).to_be_visible(
+        timeout=30_000)
+    expect(main.get_by_test_id("stAlert").filter(has_text=FINISHED)).to_be_visible(timeout=240_000)
+    wait_for_app(page)
+    assert_no_exception(page)
+
+
 def no_teacher_controls(page) -> None:
     main = page.get_by_test_id("stMain")
     expect(main.get_by_text("Manage this class (teacher)")).to_have_count(0)
@@ -191,13 +216,17 @@ def shot(page, name: str, show=None) -> Path:
 @pytest.mark.timeout(600)
 def test_a_class_posts_and_the_teachers_board_follows(hall, browser):
     db, a, _ = hall
+    from seqviz import limits
     from seqviz.store import board, classes
 
+    # A class nobody has used for longer than CLASS_KEEP_DAYS: the server's first /class purges it.
+    expired = classes.start(db, "last term", now=time.time() - (limits.CLASS_KEEP_DAYS + 1) * 86400)
     teacher_context, teacher = new_visitor(browser, accept_downloads=True)
     students = []
     try:
         code, link, key = start_class(teacher, a.url)
         assert link.startswith(a.url) and classes.is_teacher(db, code, key=key)
+        assert classes.find(db, expired.code) is None
         main = teacher.get_by_test_id("stMain")
         expect(main.get_by_text(re.compile(r"0 students in this class"))).to_be_visible()
         expect(main.get_by_text("Nothing posted yet")).to_be_visible()
@@ -217,7 +246,12 @@ def test_a_class_posts_and_the_teachers_board_follows(hall, browser):
             expect(page.get_by_test_id("stMain").get_by_text(
                 f"Your part: train with hidden {mine.value}")).to_be_visible()
             no_teacher_controls(page)
-            seed_finished_run(db, lab_id, mine.value, seed=number)
+            if number == 0:
+                train_my_part(page, teacher, mine.value)
+                page.goto(link)  # back to the class (the lab's cookie keeps the class and the run)
+                wait_for_app(page)
+            else:
+                seed_finished_run(db, lab_id, mine.value, seed=number)
         # the experiment handed three different sizes, in its order
         assert [classes.membership(db, classes.find(db, code).id, lab_of(db, c)).value for _, c, _ in students] == [
             8, 16, 32]
@@ -271,14 +305,15 @@ def test_a_class_posts_and_the_teachers_board_follows(hall, browser):
         expect(students[1][2].get_by_test_id("stMain").get_by_test_id("stTable")).not_to_contain_text(
             "bo", timeout=20_000)  # gone from the students' boards too
 
-        # A wrong class code: a plain message, and the page goes on.
+        # A wrong class code, and the expired class's: a plain message, and the page goes on.
         stray_context, stray = new_visitor(browser)
         try:
-            stray.goto(f"{a.url}/class?c=ZZZZZZZZ")
-            wait_for_app(stray)
-            expect(stray.get_by_test_id("stMain").get_by_text(NO_CLASS)).to_be_visible()
-            expect(stray.get_by_role("button", name="Start a class")).to_be_visible()
-            assert_no_exception(stray)
+            for wrong in ("ZZZZZZZZ", expired.code):
+                stray.goto(f"{a.url}/class?c={wrong}")
+                wait_for_app(stray)
+                expect(stray.get_by_test_id("stMain").get_by_text(NO_CLASS)).to_be_visible()
+                expect(stray.get_by_role("button", name="Start a class")).to_be_visible()
+                assert_no_exception(stray)
         finally:
             stray_context.close()
     finally:
