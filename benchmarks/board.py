@@ -6,7 +6,7 @@ it: tests/databases.py), the board of a class with the bottleneck experiment ope
 teacher's page, never reloaded). ``--students`` labs (30) join the class, each with a finished run in its lab, and
 post it at a random moment within ``--spread`` seconds (10), each from a thread of its own, through the store call
 the page's **Post it** button makes (seqviz.store.board.post). In the page, a MutationObserver notes the wall-clock
-time each nickname first appears in the board's table; the latency is that time less the post's commit time.
+time each nickname first appears in a cell of the board's table; the latency is that time less the post's commit time.
 
 The board looks for new posts every seqviz.limits.CLASS_BOARD_REFRESH_S (3 s) and then draws its table and chart,
 so a latency is up to one period of waiting plus the rerun and the drawing.
@@ -35,6 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN = ROOT / "assets" / "models" / "plain.safetensors"
+NICKNAMES = ("ada", "bo", "chidi", "dee", "eli", "fran", "gus", "hana", "ike", "jo", "kai", "lou", "mo", "nia", "oz",
+             "pia", "quin", "ray", "sol", "tess", "uma", "vic", "wen", "xan", "yas", "zed", "amir", "bea", "cy", "dot")
 H128 = {"3-9": 1.0, "10-14": 0.87, "15-19": 0.61, "20-24": 0.41, "25-30": 0.11}  # README, Presets: hidden 128
 
 WATCH_JS = """(names) => {
@@ -42,8 +44,8 @@ WATCH_JS = """(names) => {
   const look = () => {
     const table = document.querySelector('[data-testid=stMain] [data-testid=stTable]');
     if (!table) return;
-    const text = table.innerText;
-    for (const n of names) if (!(n in window.__seen) && text.includes(n)) window.__seen[n] = Date.now() / 1000;
+    const cells = new Set([...table.querySelectorAll('td, th')].map((c) => c.innerText.trim()));
+    for (const n of names) if (!(n in window.__seen) && cells.has(n)) window.__seen[n] = Date.now() / 1000;
   };
   new MutationObserver(look).observe(document, {subtree: true, childList: true, characterData: true});
   look();
@@ -106,7 +108,7 @@ def measure(students: int = 30, spread: float = 10.0, seed: int = 0, screenshot:
     with tempfile.TemporaryDirectory() as folder, postgres_server(ROOT) as server:
         db = Database(server.url)
         made, teacher, members = seed_class(db, students, rnd)
-        names = [f"student-{n:02d}" for n in range(students)]
+        names = [NICKNAMES[n % len(NICKNAMES)] + ("" if n < len(NICKNAMES) else f"-{n}") for n in range(students)]
         log = Path(folder) / "server.log"
         with harness.streamlit_server(log, {"SEQVIZ_DATABASE_URL": server.url}) as app, harness.chromium() as chrome:
             context = harness.new_context(chrome)
