@@ -15,7 +15,9 @@ tab, on any web server of a lecture hall. This module is a thin layer over Dask:
 - **What this layer adds**: admission (seqviz.admission: the per-lab cap and the queue's limit), expected starts
   (seqviz.queue_estimate), and *recovery*: every few seconds, and when the server starts, the store's queued and
   running runs that the scheduler does not know (the server restarted and its own cluster with it, a scheduler
-  that restarted) are handed to it again; they go on from their saved points.
+  that restarted) are handed to it again; they go on from their saved points. A running run whose worker lives
+  (its process, on this machine; its heartbeat within RUNNING_SILENT_S, elsewhere) trains on another server's
+  cluster and is left alone.
 
 One daemon thread, ``seqviz-run-tender``, does all the talking to the cluster (starting it, submitting,
 cancelling, recovering): page calls never wait on the network. Nothing here imports streamlit or trains.
@@ -41,6 +43,10 @@ __all__ = ["RunManager", "RunRefused"]
 TICK_S = 0.25  # seconds between two rounds of the tender thread when woken for nothing
 RECOVER_EVERY_S = 5.0  # seconds between two looks for runs the scheduler does not know
 RECOVER_GRACE_S = 10.0  # a run submitted less than this long ago by another server is left to that server
+# A running run that this server's scheduler does not hold, whose worker wrote (seqviz.worker's heartbeat, every
+# HEARTBEAT_S) within this many seconds, may be alive on another server's cluster: it is not handed to this one (it
+# would train twice). A worker on this machine is asked directly (its process lives or not).
+RUNNING_SILENT_S = 30.0
 RETRY_UNAVAILABLE_S = 15.0  # a cluster that could not be reached is tried again after this many seconds
 KEY_PREFIX = "seqviz-run-"
 
@@ -315,6 +321,25 @@ class RunManager:
         fire_and_forget(future)
         self._futures[run_id] = future
 
+    @staticmethod
+    def _orphaned(worker: tuple[str | None, int | None], silent_s: float) -> bool:
+        """Whether a running run's worker is gone: its process, where it ran on this machine (a local cluster's
+        worker listens on loopback); else its heartbeat, silent for RUNNING_SILENT_S."""
+        import ipaddress
+        from urllib.parse import urlsplit
+
+        import psutil
+
+        address, pid = worker
+        host = urlsplit(address).hostname if address else None
+        try:
+            local = host is not None and ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            local = host == "localhost"
+        if local and pid:
+            return not psutil.pid_exists(pid)
+        return silent_s >= RUNNING_SILENT_S
+
     def _recover(self, client) -> None:
         """Hand the scheduler every queued or running run of the store that it does not hold."""
         from seqviz.store import runs
@@ -323,10 +348,13 @@ class RunManager:
         if not unfinished:
             return
         held = set(client.run_on_scheduler(_scheduler_keys))
+        workers = runs.workers(self.db)
         now = time.time()
         for run_id, _status, updated_at in unfinished:
             if KEY_PREFIX + run_id in held or run_id in self._futures:
                 continue
             if now - updated_at < RECOVER_GRACE_S and _status == "queued":
                 continue  # just submitted, maybe by another server: its own tender hands it over
+            if _status == "running" and not self._orphaned(workers.get(run_id, (None, None)), now - updated_at):
+                continue  # its worker lives: it trains on another server's cluster
             self._submit(client, run_id)

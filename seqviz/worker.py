@@ -32,6 +32,7 @@ import contextlib
 import gc
 import os
 import pickle
+import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from seqviz.progress import Report
 from seqviz.runtime import give_memory_back
 
 WORKER_NICE = 10  # a worker trains at this Unix nice: on a host it shares with the web server, pages come first
+HEARTBEAT_S = 5.0  # seconds between two writes of "still here" to a training run's record
 
 
 def dask_setup(worker) -> None:
@@ -144,6 +146,26 @@ class _Reporter:
             self.note(stop_reason=reason)
 
 
+class _Heartbeat(threading.Thread):
+    """Writes the run's updated_at every HEARTBEAT_S while it trains, measures or saves (a report may not come for
+    a while then): a run whose worker stopped writing is one a web server may hand to its cluster again
+    (seqviz.jobs.RUNNING_SILENT_S), and one that writes is left to the cluster training it."""
+
+    def __init__(self, db, run_id: str):
+        super().__init__(name="seqviz-run-heartbeat", daemon=True)
+        self.db, self.run_id, self.done = db, run_id, threading.Event()
+
+    def run(self) -> None:
+        from seqviz.store import StoreUnavailable, runs
+
+        while not self.done.wait(HEARTBEAT_S):
+            with contextlib.suppress(StoreUnavailable):  # the store back later: the next beat
+                runs.report(self.db, self.run_id, Report())
+
+    def stop(self) -> None:
+        self.done.set()
+
+
 def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: float,
                     max_seconds: float = limits.TRAIN_MAX_SECONDS,
                     snapshot_every_s: float = limits.TRAIN_SNAPSHOT_EVERY_S) -> str:
@@ -161,12 +183,15 @@ def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: flo
         return "nothing to do"
     thread_name = name_os_thread("seqviz-run")  # the worker's thread lives on after the run: its name comes back
     reporter = _Reporter(db, run_id, orphan_timeout_s)
+    heartbeat = _Heartbeat(db, run_id)
+    heartbeat.start()
     try:
         return _train(db, run_id, began, reporter, max_seconds, snapshot_every_s)
     except Exception as error:  # the run fails with the reason; the worker goes on to the next run
         runs.end(db, run_id, "failed", error=f"{type(error).__name__}: {error}"[:500])
         return "failed"
     finally:
+        heartbeat.stop()
         if thread_name:
             name_os_thread(thread_name)
         gc.collect()

@@ -131,6 +131,13 @@ def unfinished(db: Database) -> list[tuple[str, str, float]]:
             select(Run.id, Run.status, Run.updated_at).where(Run.status.in_(ACTIVE)).order_by(Run.submitted_at))]
 
 
+def workers(db: Database) -> dict[str, tuple[str | None, int | None]]:
+    """run id -> (worker address, worker pid) of every running run: whether its worker still lives."""
+    with db.transaction(reading=True) as session:
+        return {run_id: (worker, pid) for run_id, worker, pid in session.execute(
+            select(Run.id, Run.worker, Run.worker_pid).where(Run.status == "running"))}
+
+
 def set_queued_phase(db: Database, phase: str | None) -> None:
     """What every queued run waits on, in words for the page (the app's own workers starting), or None."""
     with db.transaction() as session:
