@@ -277,6 +277,17 @@ def delete_class(db: Database, code, *, key=None, lab_id=None) -> None:
         session.execute(delete(Class).where(Class.id == row.id))
 
 
+SEEN_EVERY_S = 3600.0  # a class's use is written at most this often (the board is looked at every few seconds)
+
+
+def seen(db: Database, code, now: float | None = None) -> None:
+    """Somebody looked at the class's board: a class that is looked at is in use, and is not purged."""
+    now = time.time() if now is None else now
+    with db.transaction() as session:
+        session.execute(update(Class).where(Class.code == normalise_code(code),
+                                            Class.last_active_at < now - SEEN_EVERY_S).values(last_active_at=now))
+
+
 def purge(db: Database, now: float | None = None) -> int:
     """Delete the classes nobody has used for CLASS_KEEP_DAYS; returns how many went."""
     now = time.time() if now is None else now

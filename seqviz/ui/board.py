@@ -105,6 +105,7 @@ def _posting(found) -> None:
 def _board(code: str, teacher: bool) -> None:
     lab.seen()  # a student watching the board is connected
     try:
+        classes.seen(lab.db(), code)  # and a class whose board is looked at is in use (not purged)
         posts = board.posts(lab.db(), code)
         now = board.activity(lab.db(), code)
     except classes.ClassNotFound as gone:

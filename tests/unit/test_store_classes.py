@@ -287,3 +287,18 @@ def test_classes_idle_longer_than_the_limit_are_purged(store):
     assert classes.purge(store, now=T0 + limits.CLASS_KEEP_DAYS * DAY + 1) == 1
     assert classes.find(store, old.code) is None and classes.find(store, kept.code) is not None
     assert classes.classes_of(store, lab(store)) == []
+
+
+def test_a_class_whose_board_is_looked_at_is_in_use_and_not_purged(db):
+    import time as clock
+
+    from seqviz import limits as bounds
+    from seqviz.store import classes as found_classes
+
+    old = clock.time() - (bounds.CLASS_KEEP_DAYS + 1) * 86400
+    watched = found_classes.start(db, "watched", now=old)
+    idle = found_classes.start(db, "idle", now=old)
+    found_classes.seen(db, watched.code)
+    found_classes.seen(db, watched.code)  # (written at most hourly: nothing more)
+    assert found_classes.purge(db) == 1
+    assert found_classes.find(db, watched.code) is not None and found_classes.find(db, idle.code) is None
