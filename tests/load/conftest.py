@@ -384,16 +384,18 @@ class AppSession:
     """A session of the app without a browser: Streamlit's own websocket protocol (/_stcore/stream, protobuf
     BackMsg out and ForwardMsg in), spoken as the page's code speaks it: a full run of a page, a button pressed
     (in its fragment when it is in one), a fragment's timed rerun when the server announced one (auto_rerun). It
-    sends no cookie, so each is a browser seen for the first time: a lab of its own. For a class's worth of sessions
+    sends no cookie, so each is a browser seen for the first time: a lab of its own; ``query``, the address's query
+    string, sets the widgets bound to it (``preset=...&tr_seed=3`` on /train). For a class's worth of sessions
     writing at once: thirty Chromium tabs would be this machine's whole load, and would open over minutes, not at
     once. Nothing is drawn; what the server said is kept (``said``) to be searched."""
 
     FINISHED_EARLY_FOR_RERUN = 2  # ForwardMsg.script_finished: this run made way for another (st.rerun)
 
-    def __init__(self, url: str, name: str, timeout_s: float = 120):
+    def __init__(self, url: str, name: str, timeout_s: float = 120, query: str = ""):
         from websockets.sync.client import connect
 
         self.name = name
+        self.query = query  # the address's query string, sent with every run as the page sends its own (a=1&b=2)
         self.timeout_s = timeout_s
         self.socket = connect(url.replace("http", "ws", 1) + "/_stcore/stream", subprotocols=["streamlit"],
                               open_timeout=timeout_s, max_size=None).__enter__()  # (closed by close())
@@ -415,6 +417,7 @@ class AppSession:
         message = BackMsg()
         state = message.rerun_script
         state.page_name, state.page_script_hash = page, self.page_hash
+        state.query_string = self.query
         state.context_info.timezone = "UTC"
         if press is not None:
             widget, fragment = self.buttons[press]

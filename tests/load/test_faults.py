@@ -544,6 +544,9 @@ def test_every_button_clicked_twice(classroom, visitors, tmp_path):
     other.open(f"{classroom.url}/train")
     other.wait_painted()
     choose(other.page, "Preset", QUICK_PRESET)
+    # A seed of its own: the preset's own run may have finished on this server (test_a_tab_reloaded_...), and an
+    # identical run is never trained twice (seqviz.jobs): it would take that run's model at once, never waiting.
+    set_number(other.page, "Seed", 11)
     wait_for_app(other.page)
     other_main = other.page.get_by_test_id("stMain")
     other_main.get_by_role("button", name="Start training", exact=True).click()
