@@ -221,6 +221,7 @@ def start(spec, tokens: tuple[str, ...] | None) -> None:
         run_id = manager().submit(lab_id, spec, watch=SnapshotView.for_run(spec, tokens, story.models("watch")))
         if any(state.ended for state in runs.states(lab.db(), lab_id, run_id, snapshots=False)):
             shared_runs.start_replay(run_id)  # trained before, for others: its model is here now; its history plays
+            st.rerun()  # the sidebar (drawn before the click's handler) lists the model at once
         # This session has seen the lab train: when the run ends, the sidebar's status line runs the page whole
         # again, even if it ends between this session's next look at Your models and at its runs.
         st.session_state[SEEN_ACTIVE_KEY] = True
