@@ -27,7 +27,7 @@ from sqlalchemy import delete, select, update
 from seqviz import limits
 from seqviz.store.engine import Database
 from seqviz.store.experiments import Experiment, next_value
-from seqviz.store.labs import CODE_ALPHABET, digest
+from seqviz.store.labs import digest, random_code, read_code
 from seqviz.store.schema import Class, ClassMember, ClassPost
 
 KEY_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{{len(secrets.token_urlsafe(limits.CLASS_KEY_BYTES))}}}")
@@ -82,18 +82,12 @@ def _info(row: Class) -> ClassInfo:
 
 
 def new_code() -> str:
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(limits.CLASS_CODE_CHARS))
+    return random_code(limits.CLASS_CODE_CHARS)
 
 
 def normalise_code(typed) -> str | None:
-    """A typed or linked code in the alphabet's form (spaces and dashes dropped, O read as 0, I and L as 1), or
-    None when it cannot be one (then no query is made)."""
-    if not isinstance(typed, str) or len(typed) > 4 * limits.CLASS_CODE_CHARS:
-        return None
-    code = re.sub(r"[\s-]", "", typed).upper().translate(str.maketrans("OIL", "011"))
-    if len(code) != limits.CLASS_CODE_CHARS or any(ch not in CODE_ALPHABET for ch in code):
-        return None
-    return code
+    """A typed or linked class code in the alphabet's form, or None (seqviz.store.labs.read_code)."""
+    return read_code(typed, limits.CLASS_CODE_CHARS)
 
 
 def clean_text(text, most: int) -> str:

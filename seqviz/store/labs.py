@@ -91,7 +91,7 @@ def last_seen(db: Database, lab_id: str) -> float | None:
 def transfer_code(db: Database, lab_id: str, now: float | None = None) -> str:
     """A one-time code for another browser to join this lab, valid LAB_TRANSFER_MINUTES; earlier codes end."""
     now = time.time() if now is None else now
-    code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(limits.LAB_TRANSFER_CHARS))
+    code = random_code(limits.LAB_TRANSFER_CHARS)
     with db.transaction() as session:
         session.execute(delete(LabTransfer).where(LabTransfer.lab_id == lab_id))
         session.add(LabTransfer(code_hash=digest(code), lab_id=lab_id,
@@ -99,14 +99,25 @@ def transfer_code(db: Database, lab_id: str, now: float | None = None) -> str:
     return code
 
 
-def normalise_code(typed) -> str | None:
-    """A typed code in the alphabet's form (spaces and dashes dropped, O read as 0, I and L as 1), or None."""
-    if not isinstance(typed, str) or len(typed) > 4 * limits.LAB_TRANSFER_CHARS:
+def random_code(chars: int) -> str:
+    """``chars`` random characters of CODE_ALPHABET: a code a person reads off one screen and types on another."""
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(chars))
+
+
+def read_code(typed, chars: int) -> str | None:
+    """A typed or linked code of ``chars`` characters in the alphabet's form (spaces and dashes dropped, O read as
+    0, I and L as 1), or None when it cannot be one (then no query is made)."""
+    if not isinstance(typed, str) or len(typed) > 4 * chars:
         return None
     code = re.sub(r"[\s-]", "", typed).upper().translate(str.maketrans("OIL", "011"))
-    if len(code) != limits.LAB_TRANSFER_CHARS or any(ch not in CODE_ALPHABET for ch in code):
+    if len(code) != chars or any(ch not in CODE_ALPHABET for ch in code):
         return None
     return code
+
+
+def normalise_code(typed) -> str | None:
+    """A typed transfer code in the alphabet's form, or None (read_code)."""
+    return read_code(typed, limits.LAB_TRANSFER_CHARS)
 
 
 class JoinRefused(ValueError):
