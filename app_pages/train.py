@@ -73,6 +73,11 @@ def draw_run(state) -> None:
         ui.chart(charts.training_chart(losses, history, state.metric_name, state.steps),
                  charts.training_data(losses, history, state.metric_name), f"train-curves-{state.id}")
     snapshots = [s for s in state.snapshots if upto is None or s[0] <= upto]  # (replaying: those it had then)
+    if snapshots and not state.asked_first and views.get(snapshots[-1][1].view).needs_sentence:
+        # A sentence somebody typed is theirs: a run shared with them shows its curves, never their sentence.
+        st.caption("Its snapshots show how it reads the sentence of the visitor who asked for it first: that "
+                   "sentence is theirs, so they are not shown here.")
+        snapshots = []
     if snapshots:
         st.markdown("**Watch it learn**: " + ("the model's view of the sidebar sentence (it was typed when the run "
                                               "started)." if views.get(snapshots[-1][1].view).needs_sentence else

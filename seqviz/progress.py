@@ -86,6 +86,7 @@ class RunState:
     attempts: int = 0
     followers: int = 1  # labs following it now (or to its end): identical runs are trained once for them all
     joined_at: float | None = None  # when this lab asked for it (later than submitted_at: it joined a run)
+    asked_first: bool = True  # this lab asked for it first: the sentence its snapshots read is this lab's
 
     @property
     def ended(self) -> bool:

@@ -368,7 +368,8 @@ def states(db: Database, lab_id: str, run_id: str | None = None, snapshots: bool
                 train_seconds=run.train_seconds, submitted_at=run.submitted_at, started_at=run.started_at,
                 ended_at=ended_at, phase=PHASES.get(run.phase, run.phase) if active else None,
                 worker=run.worker, worker_pid=run.worker_pid, trained_s=run.trained_s, note=run.note,
-                attempts=run.attempts, followers=int(followers.get(run.id, 0)), joined_at=follower.joined_at))
+                attempts=run.attempts, followers=int(followers.get(run.id, 0)), joined_at=follower.joined_at,
+                asked_first=follower.joined_at <= run.submitted_at))
         return found
 
 

@@ -5,7 +5,7 @@ its training replayed at the pace it trained, or skipped.
 Each AppTest session here is a browser of its own (a lab of its own). The runs train on the app's own cluster.
 """
 
-from conftest import all_text
+from conftest import all_text, set_sentence
 from test_train_page import ended, has_button, lab_models, open_train, press, settle, step, tiny, training
 
 LONG = 3000
@@ -49,3 +49,16 @@ def test_a_run_asked_for_after_it_finished_is_there_at_once_and_its_training_rep
     press(later, "Skip to the end")
     assert not has_button(later, "Skip to the end") and has_button(later, "Replay its training")
     assert any(s.value.startswith("Finished after 60 steps") for s in later.main.success), all_text(later)
+
+
+def test_a_shared_run_never_shows_the_sentence_another_visitor_typed():
+    first = tiny(open_train(), task="emails", family="lstm", steps=40, seed=73)
+    set_sentence(first, "my neighbour's wifi password is hunter2")
+    press(first, "Start training")
+    settle(first, ended)
+    assert "Watch it learn" in all_text(first)  # their own sentence, read by their own run
+    other = tiny(open_train(), task="emails", family="lstm", steps=40, seed=73)
+    press(other, "Start training")
+    assert "had been trained here already" in caption_text(other), all_text(other)
+    press(other, "Skip to the end")
+    assert "that sentence is theirs" in caption_text(other) and "Watch it learn" not in all_text(other)

@@ -95,6 +95,7 @@ def test_a_second_lab_asking_for_a_queued_run_follows_it_and_nothing_more_is_que
     seen = {lab: _state(db, lab, run_id) for lab in (first, second)}
     assert all(s.followers == 2 and s.status == "queued" and s.queue_position == 1 for s in seen.values())
     assert seen[second].joined_at >= seen[first].joined_at
+    assert seen[first].asked_first and not seen[second].asked_first  # (whose sentence its snapshots read)
     assert _state(db, other, run_id) is None and _state(db, first, different) is None
 
 
