@@ -147,7 +147,7 @@ def model_arrays(model) -> dict[str, np.ndarray]:
     arrays = {}
     for name, value in model.state_dict().items():
         array = value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
-        arrays[name] = np.ascontiguousarray(array)
+        arrays[name] = np.array(array, order="C", copy=True)  # (np.ascontiguousarray makes a 0-d scalar shape (1,))
     return arrays
 
 

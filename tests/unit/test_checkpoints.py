@@ -367,3 +367,25 @@ def test_mutated_files_load_or_raise_checkpoint_error(lstm_bytes, data):
     except CheckpointError:
         return
     assert checkpoint.family == "lstm"
+
+
+def test_a_scalar_parameter_keeps_its_shape_in_the_file():
+    """A learned scalar (a 0-d parameter, e.g. an attention temperature) is written as shape (), not (1,): loading
+    it back into the model that made it would fail on the shape."""
+    import torch
+    from safetensors.numpy import load, save
+
+    from seqviz.checkpoints import model_arrays
+
+    model = torch.nn.Module()
+    model.temperature = torch.nn.Parameter(torch.tensor(2.5))
+    model.weight = torch.nn.Parameter(torch.ones(2, 3).t())  # (a transposed view: not contiguous)
+    arrays = model_arrays(model)
+    assert arrays["temperature"].shape == () and arrays["weight"].shape == (3, 2)
+    back = load(save(arrays))
+    assert back["temperature"].shape == () and float(back["temperature"]) == 2.5
+    fresh = torch.nn.Module()
+    fresh.temperature = torch.nn.Parameter(torch.tensor(0.0))
+    fresh.weight = torch.nn.Parameter(torch.zeros(3, 2))
+    fresh.load_state_dict({name: torch.from_numpy(value) for name, value in back.items()})
+    assert fresh.temperature.item() == 2.5
