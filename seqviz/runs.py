@@ -22,9 +22,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from seqviz import families, limits
+from seqviz import families, limits, tasks
 
-TASKS = ("emails", "memory", "translation")  # what a visitor may train on, in the picker's order
+TASKS = tuple(tasks.TASKS)  # what a visitor may train on (every task), in the picker's order
 
 
 def task_families(task: str) -> tuple[str, ...]:
