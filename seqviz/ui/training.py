@@ -225,6 +225,11 @@ def start(spec, tokens: tuple[str, ...] | None) -> None:
         # This session has seen the lab train: when the run ends, the sidebar's status line runs the page whole
         # again, even if it ends between this session's next look at Your models and at its runs.
         st.session_state[SEEN_ACTIVE_KEY] = True
+        # Its panel is below the form, often below the fold: say at once, where the visitor looks, that it began.
+        others = len(runs.following(lab.db(), run_id)) - 1
+        st.toast(f"These settings are training already for {others} other visitor{'s' * (others > 1)}: you follow "
+                 "that run (*Your runs*, below)." if others > 0 else "Your run is queued: see *Your runs*, below.",
+                 icon=":material/play_arrow:")
     except RunRefused as error:
         st.error(str(error), icon=":material/hourglass_top:")
     except StoreUnavailable as error:

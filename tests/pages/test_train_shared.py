@@ -18,9 +18,11 @@ def caption_text(at) -> str:
 def test_a_run_asked_for_twice_trains_once_and_the_one_who_stops_following_leaves_it_to_the_other():
     first = tiny(open_train(), steps=LONG, seed=71)
     press(first, "Start training")
+    assert any("Your run is queued" in t.value for t in first.toast)  # said where the visitor looks
     settle(first, training)
     second = tiny(open_train(), steps=LONG, seed=71)
     press(second, "Start training")
+    assert any("training already for 1 other visitor: you follow" in t.value for t in second.toast)
     settle(second, lambda a: has_button(a, "Stop following"))
     assert "Trained once for 2 visitors" in caption_text(second), all_text(second)
     settle(first, lambda a: has_button(a, "Stop following"))
