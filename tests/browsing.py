@@ -29,6 +29,27 @@ def launch(playwright):
         pytest.fail(str(error))
 
 
+# Host names the test run's Chromium finds at 127.0.0.1 (tests/browser/test_nginx.py's proxy and
+# tests/browser/test_lecture_hall.py's balancer, reached under a host name with a port).
+RESOLVED = ("seqviz.test", "hall.test")
+_RUN_BROWSER: dict = {}  # id(playwright) -> the test run's Chromium
+
+
+def run_browser(playwright):
+    """The test run's one Chromium, shared by the browser and the load tests (each visitor is a context of its own):
+    launched at the first call from the run's one Playwright (tests/conftest.py), finding RESOLVED at 127.0.0.1 as
+    the smoke check's --resolve does, and every other name as any Chromium does. It is closed when that Playwright
+    stops, at the run's end (so no fixture closes it)."""
+    found = _RUN_BROWSER.get(id(playwright))
+    if found is None or not found.is_connected():
+        try:
+            found = harness.launch(playwright, resolve={host: "127.0.0.1" for host in RESOLVED})
+        except harness.MissingChromium as error:
+            pytest.fail(str(error))
+        _RUN_BROWSER[id(playwright)] = found
+    return found
+
+
 def browser_resolving(playwright, host: str):
     """Chromium that finds ``host`` at 127.0.0.1, as the smoke check's --resolve does (a proxy or balancer reached
     under a host name with a port)."""

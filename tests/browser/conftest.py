@@ -9,7 +9,7 @@ page are saved under test-output/screenshots/ for a person to look at.
 from __future__ import annotations
 
 import pytest
-from browsing import ROOT, SHOTS, launch
+from browsing import ROOT, SHOTS, run_browser
 
 from seqviz import browser as harness
 
@@ -26,9 +26,10 @@ def app_url(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def browser(playwright):
-    b = launch(playwright)
-    yield b
-    b.close()
+    """The test run's one Chromium (tests/browsing.run_browser, the load tests' too; a visitor is a context of its
+    own). It finds test_nginx's and test_lecture_hall's host names at 127.0.0.1, as the smoke check's --resolve
+    does."""
+    return run_browser(playwright)
 
 
 @pytest.fixture

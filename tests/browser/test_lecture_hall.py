@@ -29,7 +29,6 @@ import pytest
 from browsing import (
     ROOT,
     assert_no_exception,
-    browser_resolving,
     full_page_screenshot,
     go_to,
     new_visitor,
@@ -191,10 +190,10 @@ def hall(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def hall_browser(playwright):
-    browser = browser_resolving(playwright, HOST)
-    yield browser
-    browser.close()
+def hall_browser(browser):
+    """Chromium that finds hall.test at 127.0.0.1: this folder's one Chromium (tests/browser/conftest.py), which
+    does."""
+    return browser
 
 
 def _server_of(context) -> str | None:

@@ -27,7 +27,6 @@ import pytest
 from browsing import (
     ROOT,
     assert_no_exception,
-    browser_resolving,
     new_visitor,
     type_sentence,
     upload_checkpoint,
@@ -148,11 +147,10 @@ def behind_nginx(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def visitor_browser(playwright):
-    """Chromium that finds seqviz.test at 127.0.0.1 (the smoke check's --resolve does the same)."""
-    browser = browser_resolving(playwright, HOST)
-    yield browser
-    browser.close()
+def visitor_browser(browser):
+    """Chromium that finds seqviz.test at 127.0.0.1 (the smoke check's --resolve does the same): this folder's one
+    Chromium (tests/browser/conftest.py), which does."""
+    return browser
 
 
 def _uncompressed_bytes(proxy: Proxy, uris: set[str]) -> int:

@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browsing import ROOT, SHOTS, launch
+from browsing import ROOT, SHOTS, run_browser
 
 from seqviz import browser as harness
 
@@ -210,12 +210,9 @@ def classroom():
 
 @pytest.fixture(scope="session")
 def chromium(playwright):
-    """One Chromium for every visitor of this folder (each visitor is a context of its own: its own session).
-
-    Launched from the test run's one Playwright (tests/conftest.py): the browser tests' is alive too."""
-    browser = launch(playwright)
-    yield browser
-    browser.close()
+    """One Chromium for every visitor of this folder (each visitor is a context of its own: its own session): the
+    test run's one (tests/browsing.run_browser), the browser tests' too."""
+    return run_browser(playwright)
 
 
 # --- Visitors whose pages time themselves ------------------------------------------------------------
