@@ -13,15 +13,32 @@ from browsing import ROOT, SHOTS, run_browser
 
 from seqviz import browser as harness
 
+APP_SERVER_NAME = "app2"  # the shared server's SEQVIZ_SERVER_NAME
+
 
 @pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
-    """The shared server, on a lab store of its own: its run manager never takes the runs of the tests' own stores
-    (or of another server's) for runs to recover."""
+def app_server(tmp_path_factory):
+    """The shared server (seqviz.browser.Server, its store's URL as ``.store``), started once for every browser test
+    that needs no server of its own:
+
+    - on a lab store of its own: its run manager never takes the runs of the tests' own stores (or of another
+      server's) for runs to recover;
+    - with one training worker, so a second run waits in the queue whatever the machine (test_training_in_browser);
+    - named app2 (SEQVIZ_SERVER_NAME), as an app server behind the lecture hall's balancer is: only a visitor whose
+      balancer cookie says they were moved from another server is told anything (test_hosting's moved visitor)."""
+    from seqviz.share import SERVER_NAME_VARIABLE
+
     SHOTS.mkdir(parents=True, exist_ok=True)
     store = tmp_path_factory.mktemp("app-store")
-    with harness.streamlit_server(ROOT / "test-output" / "streamlit.log", {"SEQVIZ_DATA_DIR": str(store)}) as server:
-        yield server.url
+    env = {"SEQVIZ_DATA_DIR": str(store), "SEQVIZ_TRAIN_WORKERS": "1", SERVER_NAME_VARIABLE: APP_SERVER_NAME}
+    with harness.streamlit_server(ROOT / "test-output" / "streamlit.log", env) as server:
+        server.store = f"sqlite:///{store / 'seqviz.db'}"
+        yield server
+
+
+@pytest.fixture(scope="session")
+def app_url(app_server) -> str:
+    return app_server.url
 
 
 @pytest.fixture(scope="session")

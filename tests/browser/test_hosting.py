@@ -20,7 +20,7 @@ import pytest
 from browsing import ROOT, assert_no_exception, full_page_screenshot, wait_for_app
 from playwright.sync_api import expect
 
-from seqviz.browser import free_port, new_context, new_page, stop, streamlit_server, wait_healthy
+from seqviz.browser import free_port, new_context, new_page, stop, wait_healthy
 
 BASE_PATH = "seqviz"
 SMOKE_TIMEOUT_S = 170  # the whole smoke run, every page; a page is given 60 s inside it
@@ -367,8 +367,9 @@ def test_start_makes_no_outbound_call(image_files, tmp_path):
 
 
 @pytest.mark.browser
-def test_a_visitor_moved_from_a_stopped_server_is_told(browser, tmp_path):
-    """An app server named app2 (SEQVIZ_SERVER_NAME, as in hosting/compose.yaml) gets a visitor the balancer moved
+def test_a_visitor_moved_from_a_stopped_server_is_told(app_server, browser):
+    """An app server named app2 (SEQVIZ_SERVER_NAME, as in hosting/compose.yaml: the shared test server is named so,
+    tests/browser/conftest.py) gets a visitor the balancer moved
     from app1 (its SEQVIZ_MOVED_FROM cookie, hosting/haproxy.cfg). With the lab store the servers share, their lab
     came with them: a toast says they moved, nothing says anything was lost. A lab key this server's store does not
     know (a server on a store of its own) gets the sidebar's warning, which names the setting to fix. A visitor the
@@ -377,26 +378,27 @@ def test_a_visitor_moved_from_a_stopped_server_is_told(browser, tmp_path):
     from seqviz.share import MOVED_COOKIE, SERVER_NAME_VARIABLE
     from seqviz.ui.lab import COOKIE
 
-    with streamlit_server(tmp_path / "app2.log", env={SERVER_NAME_VARIABLE: "app2"}) as server:
-        url = server.url
-        for moved_from, lab_key, toast, warned in (("app1", None, "Your lab came with you", False),
-                                                   ("app1", "A" * 22, "you are on another one now", True),
-                                                   ("app2", None, None, False)):
-            context = new_context(browser)
-            try:
-                cookies = [{"name": MOVED_COOKIE, "value": moved_from, "url": url}]
-                if lab_key:
-                    cookies.append({"name": COOKIE, "value": lab_key, "url": url})
-                context.add_cookies(cookies)
-                page = new_page(context)
-                page.goto(f"{url}/order")
-                if toast:  # looked for as soon as it shows (a toast goes after 10 s)
-                    expect(page.get_by_test_id("stToast").get_by_text(toast)).to_have_count(1, timeout=60_000)
-                wait_for_app(page)
-                if not toast:
-                    expect(page.get_by_test_id("stToast")).to_have_count(0)
-                notice = page.get_by_test_id("stSidebar").get_by_text("The server you were on (app1) stopped")
-                expect(notice).to_have_count(1 if warned else 0)
-                assert_no_exception(page)
-            finally:
-                context.close()
+    environ = Path(f"/proc/{app_server.pid}/environ").read_bytes().split(b"\0")
+    assert f"{SERVER_NAME_VARIABLE}=app2".encode() in environ, "the shared test server is not named app2"
+    url = app_server.url
+    for moved_from, lab_key, toast, warned in (("app1", None, "Your lab came with you", False),
+                                               ("app1", "A" * 22, "you are on another one now", True),
+                                               ("app2", None, None, False)):
+        context = new_context(browser)
+        try:
+            cookies = [{"name": MOVED_COOKIE, "value": moved_from, "url": url}]
+            if lab_key:
+                cookies.append({"name": COOKIE, "value": lab_key, "url": url})
+            context.add_cookies(cookies)
+            page = new_page(context)
+            page.goto(f"{url}/order")
+            if toast:  # looked for as soon as it shows (a toast goes after 10 s)
+                expect(page.get_by_test_id("stToast").get_by_text(toast)).to_have_count(1, timeout=60_000)
+            wait_for_app(page)
+            if not toast:
+                expect(page.get_by_test_id("stToast")).to_have_count(0)
+            notice = page.get_by_test_id("stSidebar").get_by_text("The server you were on (app1) stopped")
+            expect(notice).to_have_count(1 if warned else 0)
+            assert_no_exception(page)
+        finally:
+            context.close()

@@ -11,14 +11,11 @@ import contextlib
 import os
 import re
 import signal
-import tempfile
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 from browsing import (
-    ROOT,
     SHOTS,
     assert_no_exception,
     full_page_screenshot,
@@ -167,18 +164,6 @@ LONG_STEPS = 5000
 NOTE = re.compile(r"went on from its last saved point|before a point was saved")
 
 
-@pytest.fixture(scope="module")
-def own_server():
-    """A server of this module's own: one training worker (so a second run waits in the queue, whatever the
-    machine) and a lab store of its own (no other server's run manager hands its runs to another cluster)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="seqviz-train-store-") as data:
-        env = {"SEQVIZ_DATA_DIR": data, "SEQVIZ_TRAIN_WORKERS": "1"}
-        with harness.streamlit_server(ROOT / "test-output" / "streamlit-train-lab.log", env=env) as server:
-            server.store = f"sqlite:///{Path(data) / 'seqviz.db'}"
-            yield server
-
-
 def long_run(page, hidden: int = HIDDEN) -> None:
     set_number(page, "Hidden", hidden)
     set_number(page, "Steps", LONG_STEPS)
@@ -261,9 +246,12 @@ def your_models(page, count: int, timeout: float = 60_000):
     return expander
 
 
-def test_a_run_is_the_browsers_in_every_tab_and_no_other_browsers(own_server, browser):
+def test_a_run_is_the_browsers_in_every_tab_and_no_other_browsers(app_server, browser):
+    """On the shared server (tests/browser/conftest.py): one training worker, so a second run waits in the queue,
+    whatever the machine; a lab store of its own, so no other server's run manager hands its runs to another
+    cluster."""
     started = time.monotonic()
-    url = own_server.url
+    url = app_server.url
 
     # Another browser takes the one training worker.
     blocker_context, blocker = new_visitor(browser)
@@ -340,13 +328,13 @@ def test_a_run_is_the_browsers_in_every_tab_and_no_other_browsers(own_server, br
         go_to(page, "Train your own", "train")
 
         # The worker is lost (killed): the run goes on from its last saved point on another, and says so.
-        (run,) = [state for state in lab_runs(own_server.store, context) if state.status == "running"]
-        row = store_until(own_server.store, run.id, lambda r: r["saved_step"] > 0, 120)
+        (run,) = [state for state in lab_runs(app_server.store, context) if state.status == "running"]
+        row = store_until(app_server.store, run.id, lambda r: r["saved_step"] > 0, 120)
         assert row["saved_step"] > 0 and row["status"] == "running", f"no saved point to go on from: {row}"
         pid = row["worker_pid"]
-        assert own_server.pid in [p.pid for p in psutil.Process(pid).parents()]  # the server's own worker
+        assert app_server.pid in [p.pid for p in psutil.Process(pid).parents()]  # the server's own worker
         os.kill(pid, signal.SIGKILL)
-        row = store_until(own_server.store, run.id, lambda r: r["attempts"] > 1 or r["status"] != "running", 300)
+        row = store_until(app_server.store, run.id, lambda r: r["attempts"] > 1 or r["status"] != "running", 300)
         assert row["attempts"] == 2 and row["worker_pid"] != pid and row["note"], f"it did not go on: {row}"
         note = main.get_by_test_id("stCaptionContainer").filter(has_text=NOTE)
         expect(note).to_have_count(1, timeout=30_000)
