@@ -8,6 +8,10 @@ page are saved under test-output/screenshots/ for a person to look at.
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 from browsing import ROOT, SHOTS, run_browser
 
@@ -54,3 +58,39 @@ def page(browser):
     context = harness.new_context(browser, accept_downloads=True)
     yield harness.new_page(context)
     context.close()
+
+
+@pytest.fixture(scope="session")
+def image_files(tmp_path_factory) -> Path:
+    """A copy of what `COPY . .` puts in the container image (test_hosting.copy_build_context: the repository less
+    what .dockerignore leaves out)."""
+    from test_hosting import copy_build_context
+
+    context = tmp_path_factory.mktemp("image") / "app"
+    copied = copy_build_context(context)
+    assert "scripts/serve" in copied and "app.py" in copied
+    assert not any(p.startswith((".git/", ".venv/", "tests/")) for p in copied)
+    return context
+
+
+@pytest.fixture(scope="session")
+def hosted(image_files, tmp_path_factory):
+    """`scripts/serve` (the Dockerfile's CMD) from the image's files, PORT free, SEQVIZ_BASE_PATH=seqviz, on a lab
+    store of its own: yields the base URL. Started once for test_hosting (the smoke check, the health check and a
+    deep link under a base path) and test_lab (the lab's cookie scoped to the base path)."""
+    from test_hosting import BASE_PATH, LOGS, _venv_path
+
+    LOGS.mkdir(parents=True, exist_ok=True)
+    port = harness.free_port()
+    log_path = LOGS / "hosting-streamlit.log"
+    env = {**os.environ, "PORT": str(port), "SEQVIZ_BASE_PATH": BASE_PATH, "PATH": _venv_path(),
+           "PYTHONUNBUFFERED": "1", "SEQVIZ_DATA_DIR": str(tmp_path_factory.mktemp("hosted-store"))}
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([str(image_files / "scripts" / "serve")], cwd=image_files, env=env,
+                                  stdout=log, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}/{BASE_PATH}"
+            assert harness.wait_healthy(url, server, 90), f"{url}/_stcore/health never answered; see {log_path}"
+            yield url
+        finally:
+            harness.stop(server)

@@ -87,32 +87,8 @@ def _venv_path() -> str:
     return f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
-@pytest.fixture(scope="module")
-def image_files(tmp_path_factory) -> Path:
-    context = tmp_path_factory.mktemp("image") / "app"
-    copied = copy_build_context(context)
-    assert "scripts/serve" in copied and "app.py" in copied
-    assert not any(p.startswith((".git/", ".venv/", "tests/")) for p in copied)
-    return context
-
-
-@pytest.fixture(scope="module")
-def hosted(image_files):
-    """`scripts/serve` from the image's files, PORT free, SEQVIZ_BASE_PATH=seqviz: yields the base URL."""
-    LOGS.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log_path = LOGS / "hosting-streamlit.log"
-    env = {**os.environ, "PORT": str(port), "SEQVIZ_BASE_PATH": BASE_PATH, "PATH": _venv_path(),
-           "PYTHONUNBUFFERED": "1"}
-    with open(log_path, "w") as log:
-        server = subprocess.Popen([str(image_files / "scripts" / "serve")], cwd=image_files, env=env,
-                                  stdout=log, stderr=subprocess.STDOUT)
-        try:
-            url = f"http://127.0.0.1:{port}/{BASE_PATH}"
-            assert wait_healthy(url, server, 90), f"{url}/_stcore/health never answered; see {log_path}"
-            yield url
-        finally:
-            stop(server)
+# The image's files (``image_files``) and `scripts/serve` started from them under /seqviz (``hosted``) are
+# tests/browser/conftest.py's, started once for this module and test_lab's cookie under a base path.
 
 
 def _run_smoke(command: list[str], log_name: str) -> subprocess.CompletedProcess:

@@ -4,9 +4,6 @@ another browser (another context) never does; taken to another device by a one-t
 Screenshots of the sidebar's Your models, at desktop and phone size, go to test-output/screenshots/lab-*.png.
 """
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -215,20 +212,14 @@ def test_a_code_takes_the_lab_to_a_phone_and_forgetting_ends_it(app_url, page, b
         phone_context.close()
 
 
-def test_under_a_base_path_the_cookie_is_scoped_to_it(browser, tmp_path):
-    """A server at /seqviz (server.baseUrlPath, as scripts/serve sets it behind a proxy) keeps the cookie on /seqviz
-    only, and reads it back there: a reload opens the same lab."""
-    port = harness.free_port()
-    url = f"http://127.0.0.1:{port}/seqviz"
-    with open(tmp_path / "streamlit.log", "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless",
-             "true", "--server.address", "127.0.0.1", "--server.baseUrlPath", "seqviz"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+def test_under_a_base_path_the_cookie_is_scoped_to_it(hosted, browser):
+    """A server at /seqviz (the container's start command, scripts/serve, with SEQVIZ_BASE_PATH=seqviz: its
+    server.baseUrlPath, as behind a proxy; tests/browser/conftest.py's ``hosted``) keeps the cookie on /seqviz only,
+    and reads it back there: a reload opens the same lab."""
     context, page = new_visitor(browser)
     try:
-        assert harness.wait_healthy(url, server), f"the app never answered: {tmp_path / 'streamlit.log'}"
-        page.goto(f"{url}/")
+        assert hosted.endswith("/seqviz")
+        page.goto(f"{hosted}/")
         wait_for_app(page)
         cookie = lab_cookie(context)
         assert cookie["path"] == "/seqviz" and cookie["sameSite"] == "Lax" and not cookie["secure"]
@@ -240,4 +231,3 @@ def test_under_a_base_path_the_cookie_is_scoped_to_it(browser, tmp_path):
         assert_no_exception(page)
     finally:
         context.close()
-        harness.stop(server)
