@@ -1,5 +1,8 @@
 """The lab store goes down in the middle of a class and comes back: a real PostgreSQL server (tests/databases.py)
 behind `streamlit run app.py` (SEQVIZ_DATABASE_URL), stopped by its PID while a visitor works, then started again.
+The server is the test run's one PostgreSQL (tests/conftest.py's ``postgres``, also the unit tests'), the app's
+store a database of its own on it (owned by the app's role, no tables until the app makes them; dropped after);
+the server is started again whatever happens.
 
 Pages that do not need the store keep working; *Your models* and /train say plainly what is wrong; nothing raises;
 once the database is back, the visitor's lab, with the model they uploaded before, is back by itself.
@@ -7,9 +10,12 @@ once the database is back, the visitor's lab, with the model they uploaded befor
 
 from __future__ import annotations
 
+import contextlib
+import secrets
+
 import pytest
 from browsing import ROOT, SHOTS, assert_no_exception, go_to, upload_checkpoint, wait_for_app
-from databases import postgres_server
+from databases import APP_ROLE
 from playwright.sync_api import expect
 
 from seqviz import browser as harness
@@ -19,9 +25,38 @@ LSTM_FILE = ROOT / "assets" / "models" / "lstm.safetensors"
 UNAVAILABLE = "cannot be used now"  # seqviz.store.engine.unavailable's words
 
 
-def test_the_store_down_mid_class_then_back(browser, tmp_path):
-    with postgres_server(ROOT) as database, harness.streamlit_server(
-            tmp_path / "server.log", {"SEQVIZ_DATABASE_URL": database.url}) as server:
+@contextlib.contextmanager
+def _database_of_its_own(server):
+    """The URL of a new, empty database on ``server`` that the app's role owns; dropped afterwards."""
+    import sqlalchemy as sa
+    from sqlalchemy.pool import NullPool
+
+    name = f"seqviz_down_{secrets.token_hex(6)}"
+    admin = sa.create_engine(server.admin_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"CREATE DATABASE {name} OWNER {APP_ROLE}"))
+        yield sa.engine.make_url(server.url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+@contextlib.contextmanager
+def _started_again(database):
+    """The shared server running again on the way out, whatever the test did to it (the unit tests use it after)."""
+    try:
+        yield
+    finally:
+        if database.pid is None:
+            database.start()
+
+
+def test_the_store_down_mid_class_then_back(browser, postgres, tmp_path):
+    database = postgres
+    with _database_of_its_own(database) as url, _started_again(database), harness.streamlit_server(
+            tmp_path / "server.log", {"SEQVIZ_DATABASE_URL": url}) as server:
         context = harness.new_context(browser)
         page = harness.new_page(context)
         page.goto(f"{server.url}/order")
