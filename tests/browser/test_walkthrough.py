@@ -68,7 +68,7 @@ def test_attention_deep_link_and_numbers(app_url, page):
     body = page.locator("[data-testid=stMain]").inner_text()
     for number in ("0.474", "0.174", "0.351", "(0.720, 0.420)"):
         assert number in body
-    share = page.get_by_test_id("stSidebar").locator("code").inner_text()
+    share = page.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text()
     assert "/attention?s=where+is+my+parcel" in share.replace("\n", "")
     # the chart can be downloaded as a picture
     with page.expect_download() as download:
