@@ -18,6 +18,9 @@ report). The report goes to benchmarks/report.md, the same figures to benchmarks
     python -m benchmarks --sections typing,widgets,cpu,growth,cold   # only the browser's sections
     python -m benchmarks --sections translators   # our translators against the tutorial's (benchmarks/translators.py)
     python -m benchmarks --sections store         # the lab store: checkpoints, a class's size, restarts, a lost worker
+
+A class pressing Start at once is measured apart (minutes a class): python -m benchmarks.classroom, whose --report
+puts its section in the report; a run of python -m benchmarks keeps that section.
 """
 
 from __future__ import annotations
@@ -183,12 +186,26 @@ def main() -> None:
 
         figures["translators"] = translators.run(quick=args.quick)
         report.append(translators.markdown(figures["translators"]))
+    classroom = _previous("classroom")  # measured apart (python -m benchmarks.classroom: minutes a class): kept
+    if classroom:
+        from benchmarks import classroom_figures
+
+        figures["classroom"] = classroom
+        report.append(classroom_figures.markdown(classroom))
     figures["load_average_at_end"] = os.getloadavg()
     figures["seconds"] = time.perf_counter() - began
     report[1] += f" The whole run took {figures['seconds']:.0f} s."
     REPORT.write_text("\n\n".join(report) + "\n", encoding="utf-8")
     REPORT_JSON.write_text(json.dumps(figures, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(REPORT.read_text(encoding="utf-8"))
+
+
+def _previous(key: str):
+    """The last report.json's ``key`` (None when there is none)."""
+    try:
+        return json.loads(REPORT_JSON.read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError):
+        return None
 
 
 def _progress(text: str) -> None:
