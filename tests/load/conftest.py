@@ -41,7 +41,7 @@ ORPHAN_TIMEOUT_S = 4  # the test server's SEQVIZ_TRAIN_ORPHAN_TIMEOUT_S (the app
 # What the server's workers wait past ORPHAN_TIMEOUT_S before a lab counts as gone: a look may be this much newer
 # than the store says (seqviz.limits.LAB_SEEN_EVERY_S as the server computes it, min(5 s, a quarter of the timeout)).
 LAB_SEEN_EVERY_S = min(5.0, ORPHAN_TIMEOUT_S / 4)
-TRAIN_THREAD = "seqviz-run"  # the OS name seqviz.worker gives the worker thread that trains a run
+TRAIN_THREAD = "seqviz-run"  # the OS name seqviz.worker gives the thread that trains a run (and the threads it starts)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
