@@ -77,7 +77,9 @@ def image_files(tmp_path_factory) -> Path:
 def hosted(image_files, tmp_path_factory):
     """`scripts/serve` (the Dockerfile's CMD) from the image's files, PORT free, SEQVIZ_BASE_PATH=seqviz, on a lab
     store of its own: yields the base URL. Started once for test_hosting (the smoke check, the health check and a
-    deep link under a base path) and test_lab (the lab's cookie scoped to the base path)."""
+    deep link under a base path) and test_lab (the lab's cookie scoped to the base path). It listens on loopback
+    only (its extra arguments go to `streamlit run`, the last --server.address wins): it lives as long as the test
+    run, and test_start_makes_no_outbound_call checks the command's own 0.0.0.0 in a network namespace."""
     from test_hosting import BASE_PATH, LOGS, _venv_path
 
     LOGS.mkdir(parents=True, exist_ok=True)
@@ -86,7 +88,8 @@ def hosted(image_files, tmp_path_factory):
     env = {**os.environ, "PORT": str(port), "SEQVIZ_BASE_PATH": BASE_PATH, "PATH": _venv_path(),
            "PYTHONUNBUFFERED": "1", "SEQVIZ_DATA_DIR": str(tmp_path_factory.mktemp("hosted-store"))}
     with open(log_path, "w") as log:
-        server = subprocess.Popen([str(image_files / "scripts" / "serve")], cwd=image_files, env=env,
+        server = subprocess.Popen([str(image_files / "scripts" / "serve"), "--server.address", "127.0.0.1"],
+                                  cwd=image_files, env=env,
                                   stdout=log, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}/{BASE_PATH}"
