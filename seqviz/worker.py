@@ -181,10 +181,10 @@ def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: flo
     began = runs.begin(db, run_id, _worker_address(), os.getpid())
     if began is None:
         return "nothing to do"
+    heartbeat = _Heartbeat(db, run_id)
+    heartbeat.start()  # (before the OS name below: a new thread takes its starter's, and the heartbeat trains nothing)
     thread_name = name_os_thread("seqviz-run")  # the worker's thread lives on after the run: its name comes back
     reporter = _Reporter(db, run_id, orphan_timeout_s)
-    heartbeat = _Heartbeat(db, run_id)
-    heartbeat.start()
     try:
         return _train(db, run_id, began, reporter, max_seconds, snapshot_every_s)
     except Exception as error:  # the run fails with the reason; the worker goes on to the next run
