@@ -65,7 +65,8 @@ class RunManager:
                  max_active_per_lab: int = limits.TRAIN_MAX_ACTIVE_PER_OWNER,
                  orphan_timeout_s: float = limits.TRAIN_ORPHAN_TIMEOUT_S,
                  max_seconds: float = limits.TRAIN_MAX_SECONDS,
-                 snapshot_every_s: float = limits.TRAIN_SNAPSHOT_EVERY_S, train_identical_once: bool = True):
+                 snapshot_every_s: float = limits.TRAIN_SNAPSHOT_EVERY_S, train_identical_once: bool = True,
+                 save_every_s: float = limits.TRAIN_SAVE_EVERY_S):
         if max_queued < 0 or orphan_timeout_s <= 0:
             raise ValueError("max_queued must be >= 0 and orphan_timeout_s > 0")
         if not 1 <= max_active_per_lab <= limits.TRAIN_MAX_ACTIVE_PER_OWNER_MOST:
@@ -73,7 +74,7 @@ class RunManager:
         self.db = db
         self.max_queued, self.max_active_per_lab = max_queued, max_active_per_lab
         self.orphan_timeout_s, self.max_seconds = float(orphan_timeout_s), float(max_seconds)
-        self.snapshot_every_s = float(snapshot_every_s)
+        self.snapshot_every_s, self.save_every_s = float(snapshot_every_s), float(save_every_s)
         self.train_identical_once = train_identical_once  # False: every run trains (tests of determinism)
         self._owns_cluster = cluster is None
         self.cluster = cluster if cluster is not None else Cluster.from_environment()
@@ -315,9 +316,10 @@ class RunManager:
         from seqviz.worker import train_on_worker
 
         url = None if self.cluster.external else self.db.url  # an external cluster's workers read their own setting
+        # fifo_timeout=0: each run a generation of its own, so a worker takes the oldest first.
         future = client.submit(train_on_worker, run_id, url, self.orphan_timeout_s, self.max_seconds,
-                               self.snapshot_every_s, key=KEY_PREFIX + run_id, resources={"train": 1}, pure=False,
-                               fifo_timeout=0)  # each run a generation of its own: a worker takes the oldest first
+                               self.snapshot_every_s, self.save_every_s, key=KEY_PREFIX + run_id,
+                               resources={"train": 1}, pure=False, fifo_timeout=0)
         fire_and_forget(future)
         self._futures[run_id] = future
 

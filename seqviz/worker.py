@@ -168,7 +168,8 @@ class _Heartbeat(threading.Thread):
 
 def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: float,
                     max_seconds: float = limits.TRAIN_MAX_SECONDS,
-                    snapshot_every_s: float = limits.TRAIN_SNAPSHOT_EVERY_S) -> str:
+                    snapshot_every_s: float = limits.TRAIN_SNAPSHOT_EVERY_S,
+                    save_every_s: float = limits.TRAIN_SAVE_EVERY_S) -> str:
     """Train the store's run ``run_id`` in this worker, from its last saved point if it has one; returns how it
     ended ("finished", "stopped", "failed", or "nothing to do" for a run cancelled or ended meanwhile).
     ``database_url``: the store (None: this worker's own settings, SEQVIZ_DATABASE_URL or the SQLite file)."""
@@ -186,7 +187,7 @@ def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: flo
     thread_name = name_os_thread("seqviz-run")  # the worker's thread lives on after the run: its name comes back
     reporter = _Reporter(db, run_id, orphan_timeout_s)
     try:
-        return _train(db, run_id, began, reporter, max_seconds, snapshot_every_s)
+        return _train(db, run_id, began, reporter, max_seconds, snapshot_every_s, save_every_s)
     except Exception as error:  # the run fails with the reason; the worker goes on to the next run
         runs.end(db, run_id, "failed", error=f"{type(error).__name__}: {error}"[:500])
         return "failed"
@@ -198,7 +199,8 @@ def train_on_worker(run_id: str, database_url: str | None, orphan_timeout_s: flo
         give_memory_back()
 
 
-def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float, snapshot_every_s: float) -> str:
+def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float, snapshot_every_s: float,
+           save_every_s: float) -> str:
     """The run through the one driver (seqviz.driver): this side reports it, stops it, saves its points and takes
     snapshots."""
     from seqviz.runtime import configure_torch
@@ -297,7 +299,7 @@ def _train(db, run_id: str, began: dict, reporter: _Reporter, max_seconds: float
     recipe = driver.from_spec(spec, "trained in the app")
     task = recipe.make_task()  # the one the driver trains on (shared, read-only): for the measures in between
     trained = driver.run(recipe, progress=progress, stop=should_stop, phase=phase, finished=finished,
-                         resume=resume, save_state=save_state, save_every_s=limits.TRAIN_SAVE_EVERY_S)
+                         resume=resume, save_state=save_state, save_every_s=save_every_s)
     result = trained.result
     if not trained.saved:  # (a gone lab's run is gone from the store too)
         runs.end(db, run_id, "stopped", step=0, trained_s=trained_s(), stop_reason=reporter.reason)

@@ -50,8 +50,9 @@ WAIT = 120.0  # seconds a test waits for a run before it fails (a shared, busy m
 TOKENS = "win a free prize now".split()
 # Trains until it is stopped (about 20 s of steps on this machine's cores).
 LONG = RunSpec(task="emails", family="lstm", embedding=16, hidden=16, steps=5000, batch_size=16)
-# Long enough to pass its first saved point (TRAIN_SAVE_EVERY_S, 5 s of training) with seconds to spare: ~9 s of
-# training on an idle core here (a busy machine only makes it longer, the saved point comes after 5 s whatever).
+# Saved every SAVE_S of training in the tests that kill its worker (a quiet, fast core trains it in a few seconds:
+# the default TRAIN_SAVE_EVERY_S of 5 s could come after its end).
+SAVE_S = 0.5
 RESUMED = RunSpec(task="emails", family="lstm", embedding=16, hidden=16, steps=2200, batch_size=16, seed=3)
 
 
@@ -548,7 +549,7 @@ def test_a_killed_workers_run_goes_on_from_its_saved_point_with_an_uninterrupted
                                                                                                cluster):
     """SIGKILL the worker of a run that has saved a point: Dask starts the task again on another worker, which goes
     on from that point; the weights end bit for bit as those of the same spec trained here in one piece."""
-    manager = managers(db)
+    manager = managers(db, save_every_s=SAVE_S)
     lab = new_lab(db)
     run_id = manager.submit(lab, RESUMED)
     saved = past_a_saved_point(db, run_id)
@@ -588,7 +589,7 @@ def test_a_restarted_web_server_with_its_embedded_cluster_finds_its_runs_and_goe
     run goes on from its saved point to an uninterrupted run's weights, and the three then train in their order."""
     db = sqlite_db
     lab, behind = new_lab(db), [new_lab(db) for _ in range(3)]
-    first = RunManager(db)  # its own cluster: the workers live and die with this server
+    first = RunManager(db, save_every_s=SAVE_S)  # its own cluster: the workers live and die with this server
     try:
         run_id = first.submit(lab, RESUMED)
         waiting = [first.submit(other, tiny(steps=5, seed=n)) for n, other in enumerate(behind)]
@@ -605,7 +606,7 @@ def test_a_restarted_web_server_with_its_embedded_cluster_finds_its_runs_and_goe
     assert wait_until(lambda: gone(pid), 30), "the first server's worker lives on"
     assert row(db, run_id)["status"] == "running"  # nobody ended it: the store still says it trains
     assert runs.counts(db) == {"queued": 3, "running": 1}
-    second = RunManager(db)  # the server starts again: a new cluster, the same store
+    second = RunManager(db, save_every_s=SAVE_S)  # the server starts again: a new cluster, the same store
     try:
         done = ended(db, lab, run_id, timeout=120)
         assert done.status == "finished" and done.error is None, done

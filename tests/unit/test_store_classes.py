@@ -300,5 +300,5 @@ def test_a_class_whose_board_is_looked_at_is_in_use_and_not_purged(db):
     idle = found_classes.start(db, "idle", now=old)
     found_classes.seen(db, watched.code)
     found_classes.seen(db, watched.code)  # (written at most hourly: nothing more)
-    assert found_classes.purge(db) == 1
+    assert found_classes.purge(db) >= 1  # (on PostgreSQL, other tests' idle classes may go too)
     assert found_classes.find(db, watched.code) is not None and found_classes.find(db, idle.code) is None
