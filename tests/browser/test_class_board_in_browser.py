@@ -31,6 +31,7 @@ import pytest
 from browsing import ROOT, SHOTS, assert_no_exception, download, new_visitor, set_number, wait_for_app
 from databases import postgres_server
 from playwright.sync_api import expect
+from polling import wait_until
 
 from seqviz import browser as harness
 
@@ -95,12 +96,7 @@ def lab_of(db, context) -> str:
     """The lab id of the browser ``context`` (its cookie's key opens it in the store)."""
     from seqviz.store import labs
 
-    deadline = time.monotonic() + 30
-    while True:
-        found = [c["value"] for c in context.cookies() if c["name"] == LAB_COOKIE]
-        if found or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    found = wait_until(lambda: [c["value"] for c in context.cookies() if c["name"] == LAB_COOKIE], 30)
     assert found, "the app kept no lab cookie"
     opened = labs.open_lab(db, found[0])
     assert not opened.new, "the cookie's key opened no lab"

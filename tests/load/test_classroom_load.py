@@ -312,6 +312,14 @@ def labs_hold_only_their_own(server, typists, first, second, uploader) -> list[s
 
 
 @pytest.mark.timeout(TEST_TIMEOUT_S)
+
+def session_problems(sessions) -> list[str]:
+    """What went wrong for the sessions: their own problems, exceptions, and the store's trouble said to them."""
+    problems = [problem for session in sessions for problem in session.problems]
+    problems += [f"{s.name}: an exception: {e}" for s in sessions for e in s.exceptions]
+    return problems + [f"{s.name}: the server said {words.decode()!r}" for s in sessions for words in STORE_TROUBLE
+                       if s.saw(words)]
+
 def test_a_classroom_at_once(classroom, visitors, tmp_path):
     began = time.monotonic()
     upload_path = tmp_path / "tiny-dot.safetensors"
@@ -485,10 +493,7 @@ def test_thirty_sessions_writing_at_once_never_find_the_store_locked(classroom):
     for session in sessions:
         session.close()
 
-    problems = [problem for session in sessions for problem in session.problems]
-    problems += [f"{s.name}: an exception: {e}" for s in sessions for e in s.exceptions]
-    problems += [f"{s.name}: the server said {words.decode()!r}" for s in sessions for words in STORE_TROUBLE
-                 if s.saw(words)]
+    problems = session_problems(sessions)
     problems += [f"{student.name} never finished" for student in students if student.is_alive()]
     by_lab: dict[str, list[dict]] = {}
     for row in rows:
@@ -608,10 +613,7 @@ def test_a_class_on_one_preset_follows_one_run_and_each_gets_its_model(classroom
         for session in sessions:
             session.close()
 
-    problems = [problem for session in sessions for problem in session.problems]
-    problems += [f"{s.name}: an exception: {e}" for s in sessions for e in s.exceptions]
-    problems += [f"{s.name}: the server said {words.decode()!r}" for s in sessions for words in STORE_TROUBLE
-                 if s.saw(words)]
+    problems = session_problems(sessions)
     assert not problems, "\n".join(problems[:30])
     assert not tracebacks_since(classroom, log_offset), tracebacks_since(classroom, log_offset)[:20]
     new_labs = classroom.lab_ids() - labs_before
