@@ -350,7 +350,7 @@ def test_two_servers_show_one_board_and_a_student_keeps_their_class(hall, browse
         smain = student.get_by_test_id("stMain")
         smain.get_by_role("button", name="Year 12, Tuesday").first.click()
         wait_for_app(student)
-        assert f"c={code}" in student.url
+        expect(student).to_have_url(re.compile(f"c={code}"), timeout=30_000)  # (the address follows the rerun)
         expect(smain.get_by_text(f"Your part: train with hidden {value}")).to_be_visible(timeout=30_000)
         expect(smain.get_by_test_id("stTable")).to_contain_text("dee", timeout=30_000)
         expect(smain.get_by_role("button", name="Take back my post")).to_be_visible(timeout=30_000)
