@@ -33,6 +33,7 @@ def measure(quick: bool = False) -> dict:
     from seqviz.runtime import configure_torch
     from seqviz.tasks import make_task
     from seqviz.text import prepare
+    from seqviz.tracing import trace
 
     configure_torch()
     repeats = 3 if quick else 7
@@ -41,13 +42,13 @@ def measure(quick: bool = False) -> dict:
         checkpoint = zoo.load(name)
         for sentence in SENTENCES:
             tokens = prepare(sentence).tokens
-            checkpoint.trace("explain-translation", tokens)  # warm
+            trace(checkpoint, "explain-translation", tokens)  # warm
             per_sentence.append({
                 "model": name, "sentence": sentence,
-                "attention trace ms": 1000 * _median_seconds(lambda c=checkpoint, t=tokens: c.trace("alignment", t),
+                "attention trace ms": 1000 * _median_seconds(lambda c=checkpoint, t=tokens: trace(c, "alignment", t),
                                                              repeats),
                 "three measures ms": 1000 * _median_seconds(
-                    lambda c=checkpoint, t=tokens: c.trace("explain-translation", t), repeats),
+                    lambda c=checkpoint, t=tokens: trace(c, "explain-translation", t), repeats),
             })
     studies = []
     for view, key in (("explain-translation", "explain-translation"), ("explain-classifier", "explain-classifier")):
