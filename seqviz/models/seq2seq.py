@@ -37,7 +37,7 @@ transformer. Held-out results of the shipped models: assets/models/README.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -48,7 +48,7 @@ from seqviz import families
 from seqviz.models.attention import DecoderAttention, EncoderMemory, Mix
 from seqviz.models.common import PAD_ID, check_sizes, one_sentence
 from seqviz.models.gates import lstm_gate_trace
-from seqviz.models.translator import Translator
+from seqviz.models.translator import DecoderStep, Translator
 from seqviz.traces import AttentionStep, LSTMGateTrace, TranslationTrace
 
 
@@ -332,6 +332,33 @@ class Seq2Seq(Translator):
         with torch.inference_mode():
             emb = self.encoder.embed(torch.tensor([ids]))[0]  # (T, E)
         return lstm_gate_trace(self.encoder.lstm, emb, seen)
+
+    def encoder_states(self, src: torch.Tensor, src_lengths: torch.Tensor) -> torch.Tensor:
+        """Every encoder state h_j (B, T, D), zeros on padding."""
+        return self.encoder(src, src_lengths).states
+
+    def decode_step(self, y_prev: torch.Tensor, state, attention: torch.Tensor | None = None) -> DecoderStep:
+        """One decoder step on y_prev (B,) from ``state`` (:meth:`start`'s or the last step's), as :meth:`step` does.
+
+        ``attention`` (B, T): the weights α that step (3) mixes the h_j with at this step instead of the model's own
+        (each row adding to 1 over the real source words), so c_t = Σ_j α_j h_j is the caller's; this step only.
+        Additive attention feeds c_t into the LSTM, so s_t, and every later step through it, follows the edit; dot
+        attention finds c_t after the step, so the edit reaches this step's output only. The plain translator has
+        no weights to replace (ValueError)."""
+        memory, lstm_state = state
+        step_memory = memory
+        if attention is not None:
+            if not self.has_attention:
+                raise ValueError("the plain translator has no attention: it reads only the encoder's final memory z")
+
+            def given(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+                return attention[:, None, :].to(weights.dtype).expand_as(weights)  # (B, 1, T)
+
+            step_memory = replace(memory, mix=given)
+        logits, (_, lstm_state), details = self.step(y_prev, (step_memory, lstm_state))
+        weights = None if details.weights is None else details.weights[:, 0]  # (B, T)
+        return DecoderStep(log_probs=torch.log_softmax(logits, dim=-1), state=(memory, lstm_state), weights=weights,
+                           hidden=lstm_state[0][-1])  # s_t (B, H), top layer
 
 
 __all__ = [

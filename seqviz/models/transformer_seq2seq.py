@@ -42,7 +42,7 @@ import torch.nn as nn
 from seqviz.limits import MAX_MODEL_POSITIONS
 from seqviz.models.attention import Mix, MultiHeadAttention
 from seqviz.models.common import BOS_ID, PAD_ID, check_sizes
-from seqviz.models.translator import Translator
+from seqviz.models.translator import DecoderStep, Translator
 from seqviz.traces import TransformerTranslationTrace
 
 
@@ -273,6 +273,40 @@ class TransformerSeq2Seq(Translator):
             decoder_self=stack(self_ws)[:, :, :U, :U],  # (L, N, U, U)
             cross=stack(cross_ws)[:, :, :U, :],  # (L, N, U, T)
         )
+
+    def encoder_states(self, src: torch.Tensor, src_lengths: torch.Tensor) -> torch.Tensor:
+        """The encoder's output (B, T, d) for every source word (after its LayerNorm): what cross-attention reads."""
+        return self.encode(src, src_lengths)[0]
+
+    def decode_step(self, y_prev: torch.Tensor, state, attention: torch.Tensor | None = None) -> DecoderStep:
+        """One decoder step on y_prev (B,) from ``state`` (:meth:`start`'s or the last step's), as :meth:`step` does.
+
+        What an attention edit means here: ``attention`` replaces this step's cross-attention weights in the *last*
+        layer, in every head: (B, T) puts the same row in every head (so their average, the alignment the pages
+        draw, is that row), (B, N, T) gives each head its own. The earlier layers attend as they learned. The edit
+        reaches exactly this step's next word: no later position reads the last layer's output at this one (the
+        decoder's self-attention reads each layer's input), so later steps change only through the word written.
+        ``weights`` are the last layer's cross-attention of this step averaged over the heads."""
+        memory, src_mask, ys, mix = state
+        ys = torch.cat([ys, y_prev[:, None]], dim=1)  # (B, t): <bos> y_1 .. y_{t-1}
+        t, last = ys.size(1), len(self.decoder_layers) - 1
+        last_mix = mix
+        if attention is not None:
+            rows = attention if attention.dim() == 3 else attention[:, None, :]  # (B, N, T) or (B, 1, T)
+
+            def last_mix(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # weights (B, N, t, T)
+                edited = weights.clone()
+                edited[:, :, -1, :] = rows.to(weights.dtype)  # this step's row, every head
+                return edited
+
+        causal = torch.ones(t, t, dtype=torch.bool, device=ys.device).tril()[None, None]  # (1, 1, t, t)
+        y = self._embed(self.tgt_embed, ys, None)  # (B, t, d)
+        for index, layer in enumerate(self.decoder_layers):
+            y, _, cross = layer(y, memory, causal, src_mask, last_mix if index == last else mix)
+        normed = self.dec_norm(y)  # (B, t, d)
+        logits = self.out(normed)[:, -1]  # (B, V): as decode() computes them, so greedy's words are the same
+        return DecoderStep(log_probs=torch.log_softmax(logits, dim=-1), state=(memory, src_mask, ys, mix),
+                           weights=cross[:, :, -1].mean(dim=1), hidden=normed[:, -1])  # (B, T), (B, d)
 
 
 __all__ = ["TransformerSeq2Seq", "TransformerSeq2SeqConfig", "sinusoidal_positions"]

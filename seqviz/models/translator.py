@@ -23,6 +23,7 @@ Batches (the contract with seqviz.train): {"src": (B, T) long padded with <pad>=
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -40,6 +41,16 @@ def teacher_forced_loss(logits: torch.Tensor, tgt: torch.Tensor, label_smoothing
     ``tgt`` (B, U+2) is <bos> y_1 .. y_U <eos> <pad>..., ``logits`` (B, U+1, V) predict tgt[:, 1:]."""
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1), ignore_index=PAD_ID,
                            label_smoothing=label_smoothing)
+
+
+@dataclass
+class DecoderStep:
+    """One decoder step of a translator (``decode_step``, seqviz.analysis.decoding): tensors of this call only."""
+
+    log_probs: torch.Tensor  # (B, V) log p(y_t = w | y_<t, x) for every target word w
+    state: Any  # the decoder's state after the step: what the next decode_step continues from
+    weights: torch.Tensor | None  # (B, T) the attention weights that built this step's context (None: no attention)
+    hidden: torch.Tensor  # (B, H) the decoder state the output layer read: s_t, or the transformer's last layer
 
 
 class Translator(nn.Module):
