@@ -71,7 +71,7 @@ TRAIN_MAX_ACTIVE_PER_OWNER_MOST = 2  # the most a server may set TRAIN_MAX_ACTIV
 # Runs train in Dask worker processes (seqviz.cluster), as many at once as the cluster has worker threads. The app's
 # own cluster has one worker per core but one, and no more than memory allows: each worker is budgeted
 # TRAIN_WORKER_MB after TRAIN_WEB_MB for the web server (a worker's measured peak, training the largest preset with
-# the translation data loaded, with a margin: README, "Train your own").
+# the translation data loaded, with a margin: docs/training.md, "Where runs train").
 TRAIN_WORKER_MB = 700
 TRAIN_WEB_MB = 600
 TRAIN_REPORT_EVERY_S = 0.5  # a worker sends its run's progress, and reads whether to stop, at most this often
@@ -94,7 +94,7 @@ TRAIN_LR_RANGE = (1e-5, 0.1)  # peak learning rate
 TRAIN_MAX_SEED = 2**31 - 1  # seeds 0 .. this
 
 # /explain: held-out figures are computed once per model (and cached by fingerprint), on this many held-out
-# sentences or emails, spread over their lengths: a few seconds of work per model (README, "Measured figures").
+# sentences or emails, spread over their lengths: a few seconds of work per model (docs/measured.md).
 EXPLAIN_HELD_OUT_SENTENCES = 40  # translations: τ per output word, and exact match with attention replaced
 EXPLAIN_HELD_OUT_EMAILS = 200  # the attention classifier: τ per email, and the permutation test
 EXPLAIN_PERMUTATIONS = 10  # shuffles of each email's attention weights in the permutation test
@@ -110,3 +110,14 @@ CLASS_MAX_VALUES = 12  # values of the one setting a class experiment varies
 CLASS_KEEP_DAYS = _number_from_env("SEQVIZ_CLASS_KEEP_DAYS", 14.0, 1.0, 3650.0)  # a class idle this long is purged
 CLASS_CONNECTED_S = 60.0  # a member whose lab was seen this recently counts as connected
 CLASS_BOARD_REFRESH_S = 3.0  # the board looks for new posts this often
+
+# /what-if (seqviz.analysis.decoding, beam, neighbours, state_map): what one question of a translator may cost.
+WHATIF_MAX_TOP_K = 10  # most likely next words listed at each output step
+WHATIF_MAX_BEAM = 8  # beam width (1 is greedy)
+WHATIF_TEMPERATURE_RANGE = (0.1, 5.0)  # sampling temperature; 0 means no sampling (greedy's pick)
+WHATIF_MAX_SEED = 2**31 - 1  # sampling seeds 0 .. this
+WHATIF_MAX_NEIGHBOURS = 20  # nearest training states listed for one state
+# A neighbour index holds at most this many states of one model and one side (encoder or decoder): float32, so
+# 10,000 x D x 4 bytes (5 MB for D = 128, the zoo's largest), built once per model (README, "Measured figures").
+WHATIF_INDEX_STATES = 10_000
+WHATIF_MAP_STATES = 3_000  # held-out encoder states on the map of states (PCA)
