@@ -224,7 +224,7 @@ class Cluster:
 @contextlib.contextmanager
 def separate_processes(workers: int = 1, root: str | os.PathLike | None = None, tls: tuple | None = None):
     """A ``dask scheduler`` and ``workers`` ``dask worker`` processes of one thread and one ``train`` resource each
-    on 127.0.0.1, started with the commands the README gives for other machines (the scale-out tests and
+    on 127.0.0.1, started with the commands docs/training.md gives for other machines (the scale-out tests and
     benchmarks/classroom.py use it). ``tls``: (CA file, certificate, key) for the scheduler and the workers, which
     then speak TLS only (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``). Yields (scheduler address, the worker
     commands' processes); stops them all on the way out. Each worker command runs in a process group of its own

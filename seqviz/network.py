@@ -1,7 +1,7 @@
 """Which address of this computer a class on the same network can open (no streamlit, no outbound call).
 
-A teacher serves the lab from a laptop on the classroom's Wi-Fi (``SEQVIZ_LAN=1 scripts/serve``, README *Serve a
-class from a laptop*). Students' phones must be handed the laptop's address on that network, not localhost. The
+A teacher serves the lab from a laptop on the classroom's Wi-Fi (``SEQVIZ_LAN=1 scripts/serve``, docs/hosting.md
+*Serve a class from a laptop*). Students' phones must be handed the laptop's address on that network, not localhost. The
 usual trick (connect a UDP socket to 8.8.8.8 and read the local end, as Streamlit does) touches the outside
 world; here the interfaces are listed instead (psutil, which the training cluster already needs) and one of their
 IPv4 addresses is picked:
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
-LAN_VARIABLE = "SEQVIZ_LAN"  # "1": scripts/serve serves a class on the local network (README)
+LAN_VARIABLE = "SEQVIZ_LAN"  # "1": scripts/serve serves a class on the local network (docs/hosting.md)
 
 _RFC1918 = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from seqviz import limits
 
 # Until a run of the same shape has been seen, a run is guessed to take this long (the presets' measured times:
-# README, "Presets"); only for waiting estimates.
+# docs/training.md, "Presets"); only for waiting estimates.
 GUESS_RUN_S = 60.0
 OVERHEAD_GUESS_S = 5.0  # seconds a run spends outside its training steps (data, model, last measure, saving)
 

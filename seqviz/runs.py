@@ -199,7 +199,7 @@ def _model_fields(task_name: str) -> dict:
 @dataclass(frozen=True)
 class Promise:
     """A figure a preset's text promises, checked on the run's held-out metrics (tests/unit/test_presets.py trains
-    every preset with its seed). Set with a margin from what the preset measured (README, "Presets")."""
+    every preset with its seed). Set with a margin from what the preset measured (docs/training.md, "Presets")."""
 
     metric: str  # a key of the task's held-out metrics, or "bucket:3-9" for exact match on that length bucket
     at_least: float | None = None
@@ -228,8 +228,8 @@ class Preset:
 _MEMORY = {"task": "memory", "embedding": 16, "hidden": 64, "steps": 500, "lr": 3e-3}
 _SAME_BUDGET = {"task": "translation", "steps": 600, "batch_size": 64}
 
-# What each preset measured, seed 0, on the project's machine: README, "Presets". A preset's promises sit below
-# those figures with a margin: the same seed gives other curves on other processors.
+# What each preset measured, seed 0, on the project's machine: docs/training.md, "Presets". A preset's promises sit
+# below those figures with a margin: the same seed gives other curves on other processors.
 PRESETS: list[Preset] = [
     Preset(
         "Quick: attention translator",

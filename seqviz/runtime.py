@@ -28,8 +28,8 @@ def configure_torch(threads: int = 1) -> None:
 
         torch.set_num_threads(threads)
         # The flag torch.use_deterministic_algorithms(True) sets. The public wrapper also imports
-        # torch._inductor.config, all of torch.compile's machinery (seconds of a cold start: README,
-        # "Measured figures"), only to set the compiler's own copy of the flag; seqviz never compiles.
+        # torch._inductor.config, all of torch.compile's machinery (seconds of a cold start:
+        # docs/measured.md), only to set the compiler's own copy of the flag; seqviz never compiles.
         torch._C._set_deterministic_algorithms(True)
         # Deterministic mode also fills all new memory with NaN, to catch reads of it: a tenth of an LSTM
         # translator's training step (its LSTM workspaces), for no change in any result.

@@ -305,7 +305,8 @@ def _server_status() -> None:
     problem = server.unavailable(wait_s=CONNECT_TIMEOUT_S + 1)
     if problem:
         st.error(f"Training is unavailable on this server: {problem}. Every other page works; the server's "
-                 "operator can fix the training cluster (README, Train your own).", icon=":material/cloud_off:")
+                 "operator can fix the training cluster (docs/training.md, *Where runs train*).",
+                 icon=":material/cloud_off:")
         return
     try:
         load = server.load()

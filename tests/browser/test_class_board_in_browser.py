@@ -39,8 +39,9 @@ pytestmark = pytest.mark.browser
 
 LAB_COOKIE = "seqviz_lab"  # seqviz.ui.lab.COOKIE
 PLAIN = ROOT / "assets" / "models" / "plain.safetensors"
-# The bottleneck preset's hidden 128 as measured (README, Presets): exact match by source length. A seeded run of a
-# smaller hidden size gets a share of it (see measured_like): figures of the right shape, not measured ones.
+# The bottleneck preset's hidden 128 as measured (docs/training.md, Presets): exact match by source length.
+# A seeded run of a smaller hidden size gets a share of it (see measured_like): figures of the right shape, not
+# measured ones.
 H128 = {"3-9": 1.0, "10-14": 0.87, "15-19": 0.61, "20-24": 0.41, "25-30": 0.11}
 NO_CLASS = "No class has this code"
 TRAIN_STEPS = 40  # the one student who trains for real: the bottleneck preset cut to 40 steps

@@ -11,7 +11,7 @@ free loopback port (SEQVIZ_HALL_PORT=127.0.0.1:PORT). Chromium reaches it as hal
 request with the server that answered it (`podman logs`).
 
 The database's passwords are random, made for this run in an env file in a temporary folder, never in the
-repository (the README's hosting/.env, made the same way). podman-compose 1.0.3 has no --env-file: compose reads
+repository (docs/hosting.md's hosting/.env, made the same way). podman-compose 1.0.3 has no --env-file: compose reads
 the file's variables from the environment the test gives it, as it reads hosting/.env. The database's volume is
 the project's own and removed with it.
 """
@@ -60,8 +60,8 @@ STEP_TEXT = re.compile(r"Step (\d+) of (\d+)")
 # The run that trains while its visitor's server dies: the quick translator at hidden 64 and batch 32 (as
 # test_training_in_browser's), 600 steps: still training when the server is killed and the visitor is back, then
 # to its end. Measured in the hall on this machine with 1000 steps: killed at step 1, the page painted on the other
-# server 1.4 s later (6.2 s at load average 9 to 11, README) with the step moving there; the run ended 55 s after the
-# kill (180 s at that load). 600 steps leave over half a minute even at the quiet pace.
+# server 1.4 s later (6.2 s at load average 9 to 11, docs/hosting.md) with the step moving there; the run ended
+# 55 s after the kill (180 s at that load). 600 steps leave over half a minute even at the quiet pace.
 STEPS, HIDDEN, BATCH = 600, 64, 32
 NEW_SESSION_WORDS = re.compile(r"new session|session is new|The server you were on", re.IGNORECASE)
 CONTAINERS_CONF = """[containers]
@@ -147,7 +147,7 @@ def hall(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hall")
     conf = folder / "containers.conf"
     conf.write_text(CONTAINERS_CONF.format(files=files), encoding="utf-8")
-    # The hall's passwords: a throwaway env file as the README makes hosting/.env, outside the repository.
+    # The hall's passwords: a throwaway env file as docs/hosting.md makes hosting/.env, outside the repository.
     env_file = folder / "hall.env"
     env_file.touch(mode=0o600)
     env_file.write_text("".join(f"{name}={secrets.token_hex(32)}\n" for name in PASSWORDS.values()), encoding="utf-8")
@@ -409,7 +409,7 @@ def test_a_visitor_whose_server_dies_finds_their_lab_and_their_run_on_the_other(
 
 @pytest.mark.timeout(300)
 def test_a_backup_from_the_database_container_restores_every_lab(hall, tmp_path):
-    """The README's backup and restore, as written there: pg_dump in the postgres container (the superuser's password
+    """docs/hosting.md's backup and restore, as written: pg_dump in the postgres container (the superuser's password
     from its environment), then, with the app servers and workers stopped, pg_restore --clean into the hall's
     database. The same rows come back, and the app's role can read them again (its grants come back with them)."""
     dump = tmp_path / "seqviz.dump"

@@ -69,7 +69,7 @@ http {{
 
 
 def _record(section: str, figures: dict) -> None:
-    """Figures for the README, never asserted."""
+    """Figures for docs/hosting.md, never asserted."""
     FIGURES.parent.mkdir(parents=True, exist_ok=True)
     data = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
     data[section] = {**figures, "date": time.strftime("%Y-%m-%d")}

@@ -1,4 +1,4 @@
-"""Serving a class from a laptop: `SEQVIZ_LAN=1 scripts/serve` (README, *Serve a class from a laptop*).
+"""Serving a class from a laptop: `SEQVIZ_LAN=1 scripts/serve` (docs/hosting.md, *Serve a class from a laptop*).
 
 The start command runs in a network namespace of its own, made to look like a laptop on a classroom's Wi-Fi:
 loopback and a "wlan0" at 192.168.77.10/24 that leads nowhere (a tap device with no carrier), every lookup and

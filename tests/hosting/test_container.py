@@ -2,7 +2,7 @@
 archive and kept in Podman's storage, the project's Dockerfile, two runs with --network none, the smoke check).
 
 The script says what it checks; this test runs it, bounded in time, and keeps its figures (never asserted) in
-test-output/hosting-figures.json for the README. A first run on a machine makes the base image (about a minute
+test-output/hosting-figures.json for docs/hosting.md. A first run on a machine makes the base image (about a minute
 and a half) and installs the image's packages; later runs reuse both.
 """
 

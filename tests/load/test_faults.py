@@ -396,7 +396,7 @@ def test_a_visitor_watching_their_run_on_train_keeps_it(classroom, visitors):
 @pytest.mark.browser
 @pytest.mark.timeout(300)
 def test_a_killed_worker_s_run_goes_on_and_the_new_worker_runs_no_app(classroom, visitors):
-    """The README's fault "a worker killed in the middle of a run" (as the OS's out-of-memory killer would): its nanny
+    """docs/training.md's fault "a worker killed in the middle of a run" (as the out-of-memory killer would): its nanny
     starts a new worker and the run goes on there, from its saved point. Starting that worker runs no app in it: no
     lab appears that no browser holds, and no error lands in the server's log.
 

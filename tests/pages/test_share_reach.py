@@ -1,4 +1,4 @@
-"""The share box when a teacher serves a class from a laptop (README, *Serve a class from a laptop*).
+"""The share box when a teacher serves a class from a laptop (docs/hosting.md, *Serve a class from a laptop*).
 
 With ``SEQVIZ_LAN=1`` (scripts/serve's setting) the box offers this computer's address on the classroom's network,
 never localhost, with a QR code of it in an expander; without it the box offers the address the browser used and,

@@ -1,5 +1,5 @@
-"""A cluster reached over TLS (seqviz.cluster), as the README's recipe sets one up: a throwaway CA and a certificate
-it signed, made with the README's openssl commands; a `dask scheduler` and a `dask worker` (`--resources train=1`)
+"""A cluster reached over TLS (seqviz.cluster), as docs/training.md sets one up: a throwaway CA and a certificate
+it signed, made with docs/training.md's openssl commands; a `dask scheduler` and a `dask worker` (`--resources train=1`)
 that speak TLS only, on 127.0.0.1; the app's client given the certificates through Dask's own environment variables.
 
 A run trains there; a client that speaks plain TCP, one with no certificate and one whose certificate another CA
@@ -28,7 +28,7 @@ from seqviz.runs import RunSpec
 
 
 def make_ca_and_certificate(folder: Path, name: str) -> tuple[Path, Path, Path]:
-    """The README's commands: a CA (ca.pem, ca.key) and a certificate it signed (NAME.pem, NAME.key)."""
+    """docs/training.md's commands: a CA (ca.pem, ca.key) and a certificate it signed (NAME.pem, NAME.key)."""
     folder.mkdir(parents=True, exist_ok=True)
     commands = [
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name} CA",
