@@ -360,6 +360,16 @@ class Seq2Seq(Translator):
         return DecoderStep(log_probs=torch.log_softmax(logits, dim=-1), state=(memory, lstm_state), weights=weights,
                            hidden=lstm_state[0][-1])  # s_t (B, H), top layer
 
+    def decoder_states(self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing on tgt_in (B, U) = <bos> y_1 ...: s_t of every step (B, U, H), as :meth:`decode_step`
+        gives them."""
+        state, states = self.start(src, src_lengths), []
+        for t in range(tgt_in.size(1)):
+            step = self.decode_step(tgt_in[:, t], state)
+            state = step.state
+            states.append(step.hidden)
+        return torch.stack(states, dim=1)  # (B, U, H)
+
 
 __all__ = [
     "Decoder",

@@ -289,7 +289,6 @@ class TransformerSeq2Seq(Translator):
         ``weights`` are the last layer's cross-attention of this step averaged over the heads."""
         memory, src_mask, ys, mix = state
         ys = torch.cat([ys, y_prev[:, None]], dim=1)  # (B, t): <bos> y_1 .. y_{t-1}
-        t, last = ys.size(1), len(self.decoder_layers) - 1
         last_mix = mix
         if attention is not None:
             rows = attention if attention.dim() == 3 else attention[:, None, :]  # (B, N, T) or (B, 1, T)
@@ -299,14 +298,26 @@ class TransformerSeq2Seq(Translator):
                 edited[:, :, -1, :] = rows.to(weights.dtype)  # this step's row, every head
                 return edited
 
+        normed, cross = self._decoder_output(ys, memory, src_mask, mix, last_mix)  # (B, t, d), (B, N, t, T)
+        logits = self.out(normed)[:, -1]  # (B, V): as decode() computes them, so greedy's words are the same
+        return DecoderStep(log_probs=torch.log_softmax(logits, dim=-1), state=(memory, src_mask, ys, mix),
+                           weights=cross[:, :, -1].mean(dim=1), hidden=normed[:, -1])  # (B, T), (B, d)
+
+    def decoder_states(self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing on tgt_in (B, U) = <bos> y_1 ...: the decoder state of every step (B, U, d), row t the
+        one :meth:`decode_step` gives after reading tgt_in[:, :t+1] (all at once: the decoder is causal)."""
+        memory, src_mask, _ = self.encode(src, src_lengths)
+        return self._decoder_output(tgt_in, memory, src_mask, None, None)[0]
+
+    def _decoder_output(self, ys, memory, src_mask, mix, last_mix) -> tuple[torch.Tensor, torch.Tensor]:
+        """The decoder's normalised output (B, t, d) on ys (B, t), with ``last_mix`` in the last layer's
+        cross-attention and ``mix`` in the others'; and the last layer's cross-attention weights (B, N, t, T)."""
+        t, last = ys.size(1), len(self.decoder_layers) - 1
         causal = torch.ones(t, t, dtype=torch.bool, device=ys.device).tril()[None, None]  # (1, 1, t, t)
         y = self._embed(self.tgt_embed, ys, None)  # (B, t, d)
         for index, layer in enumerate(self.decoder_layers):
             y, _, cross = layer(y, memory, causal, src_mask, last_mix if index == last else mix)
-        normed = self.dec_norm(y)  # (B, t, d)
-        logits = self.out(normed)[:, -1]  # (B, V): as decode() computes them, so greedy's words are the same
-        return DecoderStep(log_probs=torch.log_softmax(logits, dim=-1), state=(memory, src_mask, ys, mix),
-                           weights=cross[:, :, -1].mean(dim=1), hidden=normed[:, -1])  # (B, T), (B, d)
+        return self.dec_norm(y), cross
 
 
 __all__ = ["TransformerSeq2Seq", "TransformerSeq2SeqConfig", "sinusoidal_positions"]
