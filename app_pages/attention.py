@@ -4,6 +4,8 @@ import streamlit as st
 
 from seqviz import charts, ui
 from seqviz.analysis import attention_example as ex
+from seqviz.charts.base import position_labels
+from seqviz.charts.worked import attention_steps_data
 from seqviz.limits import MAX_WORD_CHARS, VECTOR_RANGE
 from seqviz.ui import models
 
@@ -50,7 +52,7 @@ def worked_example() -> None:
             st.caption("Two words have the same text; the chart numbers them to keep them apart.")
 
     worked = ex.worked_attention(query, keys, words)
-    table = charts.attention_steps_data(worked)
+    table = attention_steps_data(worked)
 
     with results:
         st.markdown("**① Score** each word with a dot product, **② softmax** the scores into weights, "
@@ -67,14 +69,14 @@ def worked_example() -> None:
 
     left, right = st.columns(2, gap="large")
     with left:
-        ui.chart(ui.figure(charts.attention_weights_chart, worked), table, "attention-weights")
+        ui.draw(charts.make("attention-weights", worked), "attention-weights")
     with right:
-        ui.chart(ui.figure(charts.context_mix_chart, worked), charts.context_mix_data(worked), "attention-context")
+        ui.draw(charts.make("context-mix", worked), "attention-context")
 
     st.subheader("Self-test: what if the query were (0, 1)?")
     turned = ex.worked_attention(ex.SELF_TEST_QUERY, keys, words)
     with st.expander("Answer, computed with the word vectors above"):
-        ui.table(charts.attention_steps_data(turned), ex.number, text_columns=("word",))
+        ui.table(attention_steps_data(turned), ex.number, text_columns=("word",))
         st.markdown(ui.escape_markdown(ex.describe_change(worked, turned)))
 
 
@@ -99,7 +101,7 @@ def one_step(stepwise: dict) -> None:
     step = trace.steps[min(picked_step, len(trace.steps) - 1)]
     st.markdown(f"**Writing “{ui.escape_markdown(step.output_token)}”**")
     ui.show("attention-step", {label: trace}, "attention-step", step=picked_step)
-    top = sorted(zip(step.weights, charts.position_labels(trace.src_tokens), strict=True), reverse=True)[:3]
+    top = sorted(zip(step.weights, position_labels(trace.src_tokens), strict=True), reverse=True)[:3]
     mix = " + ".join(f"{w:.2f} × h({ui.escape_markdown(word)})" for w, word in top)
     st.markdown(f"③ The context for “{ui.escape_markdown(step.output_token)}” is the weighted average of the "
                 f"encoder states, {step.context.shape[0]} numbers: context ≈ {mix} + … "

@@ -56,8 +56,7 @@ def by_length(measured: dict, colours: dict) -> None:
     """Switching the measure redraws only this chart."""
     metric = st.radio("Measure", ["exact match", "token accuracy"], horizontal=True, key="metric",
                       bind="query-params", on_change=ui.rerun_part("by-length"))
-    ui.chart(ui.figure(charts.translation_by_length_chart, measured, colours, metric),
-             charts.translation_by_length_data(measured, colours), "encoder-decoder-length")
+    ui.draw(charts.make("translation-by-length", measured, colours, metric), "encoder-decoder-length")
 
 
 by_length(measured, models.colours(picked))

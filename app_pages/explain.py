@@ -4,8 +4,9 @@ import statistics
 
 import streamlit as st
 
-from seqviz import charts, ui, views
+from seqviz import ui, views
 from seqviz.analysis.explain import mean_tau
+from seqviz.charts.explain import ABLATION_NAMES
 from seqviz.data.emails import CHAPTER_EMAILS
 from seqviz.text import tokenize
 from seqviz.ui import models
@@ -80,7 +81,7 @@ held = {}
 if picked:
     held = {ref.label: models.held_out_study(ref, "explain-translation") for ref in picked}
     colours = models.colours(picked)
-    ui.draw(views.get("explain-translation").taus_figure(held, colours), "explain-taus")
+    ui.show("explain-translation", held, "explain-taus", colours, figure="taus")
     lines = []
     for label, study in held.items():
         taus = study["taus"]
@@ -98,13 +99,13 @@ st.markdown(
     "numbers, on the wrong words). If the translation survives, the weights did not matter."
 )
 if picked and tokens:
-    rows = {"weights": [charts.ABLATION_NAMES[a] for a in charts.ABLATION_NAMES]}
+    rows = {"weights": [ABLATION_NAMES[a] for a in ABLATION_NAMES]}
     for ref in picked:
         replaced = models.trace(ref, "attention-replaced", tokens)
-        rows[ref.label] = [" ".join(replaced[a]) or "(nothing)" for a in charts.ABLATION_NAMES]
+        rows[ref.label] = [" ".join(replaced[a]) or "(nothing)" for a in ABLATION_NAMES]
     st.table(rows, border="horizontal", hide_index=True)
 if held:
-    ui.draw(views.get("explain-translation").ablation_figure(held), "explain-replaced")
+    ui.show("explain-translation", held, "explain-replaced", figure="attention-replaced")
     st.caption(f"Exact match on {next(iter(held.values()))['sentences']} held-out sentences of up to 30 tokens, "
                "spread over their lengths; the shuffle is seeded, the same for every visitor.")
 
@@ -129,8 +130,8 @@ if classifiers:
         st.markdown(f"**{name}**: {ui.escape_markdown(views.get('explain-classifier').summary(explained))}")
         ui.show("explain-classifier", {name: explained}, f"explain-email-{ui.slug(name)}")
     email_study = models.held_out_study(ref, "explain-classifier")
-    ui.draw(views.get("explain-classifier").taus_figure({ref.label: email_study}, models.colours([ref])),
-            "explain-email-taus")
+    ui.show("explain-classifier", {ref.label: email_study}, "explain-email-taus", models.colours([ref]),
+            figure="taus")
     taus = email_study["taus"]
     st.markdown(
         f"Over {taus.emails} held-out emails: median τ against the gradient "

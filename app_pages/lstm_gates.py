@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from seqviz import ui, views
+from seqviz import ui
 from seqviz.analysis import gates
 from seqviz.ui import models
 
@@ -62,14 +62,14 @@ def one_unit(trace) -> None:
     st.subheader("2. One unit across the sentence")
     unit = st.selectbox("Unit", gates.most_active_units(trace, shown_units()), key="unit",
                         bind="query-params", on_change=ui.rerun_part(UNIT))
-    ui.draw(views.get("gates").unit(trace, unit), "lstm-unit")
+    ui.show("gates", {"unit": trace}, "lstm-unit", figure="unit-lines", unit=unit)
 
 
 every_gate(trace)
 one_unit(trace)
 
 st.subheader("3. How much each word keeps")
-ui.draw(views.get("gates").keeping(trace), "lstm-forget")
+ui.show("gates", {"keeping": trace}, "lstm-forget", figure="mean-forget")
 st.markdown(ui.escape_markdown(gates.forget_summary(trace)))
 
 ui.share_box("lstm-gates")

@@ -24,8 +24,7 @@ for column, (text, label), name in ((left, CHAPTER_EMAILS[0], "Email A"), (right
 
 st.subheader("1. What a bag-of-words model sees")
 bags = compare_bags(tokenize(first), tokenize(second))
-ui.chart(ui.figure(charts.bag_chart, bags, "Email A", "Email B"), charts.bag_data(bags, "Email A", "Email B"),
-         "order-bags")
+ui.draw(charts.make("bag-of-words", bags, "Email A", "Email B"), "order-bags")
 st.markdown(
     f"Counted, the two emails differ only in {', '.join(f'“{w}”' for w in bags.only_in_a)} against "
     f"{', '.join(f'“{w}”' for w in bags.only_in_b)}. The cosine similarity of their count vectors is "
@@ -63,7 +62,7 @@ if tokens:
 st.subheader("4. Measured on held-out emails")
 measured = models.measured(picked)
 colours = models.colours(picked)
-ui.chart(ui.figure(charts.twins_chart, measured, colours), charts.twins_data(measured, colours), "order-twins")
+ui.draw(charts.make("order-twins", measured, colours), "order-twins")
 bow = models.quoted("bag of words")
 if bow is not None:
     bow = bow["metrics"]

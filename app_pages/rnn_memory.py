@@ -46,7 +46,7 @@ def tiny_rnn_lab() -> None:
     table = pd.DataFrame([run.inputs, run.hidden], index=["input xₜ", "memory hₜ"],
                          columns=[str(t) for t in range(1, run.steps + 1)])
     ui.table(table, "{:.3f}", hide_index=False)
-    ui.chart(ui.figure(charts.memory_chart), charts.tiny_rnn_data(run), "rnn-memory")
+    ui.draw(charts.make("tiny-rnn-memory", run), "rnn-memory")
 
     st.subheader("2. The gradient, going back in time")
     st.markdown(
@@ -54,7 +54,7 @@ def tiny_rnn_lab() -> None:
         "local slope, ∂hₜ/∂hₜ₋₁ = w · f′(w·hₜ₋₁ + xₜ), which for tanh is w · (1 − hₜ²). Going k steps back "
         "multiplies k of these factors together."
     )
-    ui.chart(ui.figure(charts.gradient_chart), charts.gradient_data(run), "rnn-gradient")
+    ui.draw(charts.make("tiny-rnn-gradient", run), "rnn-gradient")
     if run.steps >= 20:
         product_20 = (f"In this run, 20 steps back the product is **{run.gradient[19]:.2e}**: "
                       + tiny_rnn.why_factors_differ(run, 20))

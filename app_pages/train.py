@@ -3,6 +3,7 @@
 import streamlit as st
 
 from seqviz import charts, ui, views
+from seqviz.charts.colours import model_colour
 from seqviz.ui import models, shared_runs, training
 from seqviz.ui.classroom import prefill_train_form
 
@@ -28,7 +29,7 @@ if not no_lab:
 def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
     """One snapshot of the model's view of the sentence, drawn by the view that drew it on its page."""
     ui.show(snapshot.view, {label: snapshot.trace}, f"train-{snapshot.view}-{run_id}",
-            {label: charts.model_colour(family)})
+            {label: model_colour(family)})
 
 
 def draw_run(state) -> None:
@@ -70,8 +71,8 @@ def draw_run(state) -> None:
     if upto is not None:  # replaying: what the run had at that step
         losses, history = [p for p in losses if p[0] <= upto], [p for p in history if p[0] <= upto]
     if losses or history:
-        ui.chart(charts.training_chart(losses, history, state.metric_name, state.steps),
-                 charts.training_data(losses, history, state.metric_name), f"train-curves-{state.id}")
+        ui.draw(charts.make("training-curves", losses, history, state.metric_name, state.steps),
+                f"train-curves-{state.id}")
     snapshots = [s for s in state.snapshots if upto is None or s[0] <= upto]  # (replaying: those it had then)
     if snapshots and not state.asked_first and views.get(snapshots[-1][1].view).needs_sentence:
         # A sentence somebody typed is theirs: a run shared with them shows its curves, never their sentence.

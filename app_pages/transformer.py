@@ -64,7 +64,7 @@ st.subheader("4. Measured on this machine")
 if st.button("Measure again", icon=":material/timer:"):
     ui.forward_times.clear()
 rows = ui.forward_times()
-ui.chart(ui.figure(charts.timing_chart, rows), charts.timing_data(rows), "transformer-timing")
+ui.draw(charts.make("layer-timing", rows), "transformer-timing")
 by = {(r.length, r.layer): r.milliseconds for r in rows}
 longest = max(r.length for r in rows)
 st.markdown(
@@ -77,9 +77,9 @@ st.markdown(
 metadata = {name: meta for name in story.models("throughput") if (meta := models.shipped_meta(name)) is not None}
 transformer_name, lstm_name = story.models("transformer translator")[0], story.models("recurrent translator")[0]
 if metadata:
-    throughput = charts.throughput_data(metadata, list(metadata))
-    ui.chart(ui.figure(charts.throughput_chart, metadata, list(metadata)), throughput, "transformer-throughput")
-    speed = throughput.set_index("model")["sentence pairs per second"]
+    throughput = charts.make("throughput", metadata, list(metadata))
+    ui.draw(throughput, "transformer-throughput")
+    speed = throughput.table.set_index("model")["sentence pairs per second"]
     if {transformer_name, lstm_name} <= set(speed.index):
         transformer, lstm = speed[transformer_name], speed[lstm_name]
         if transformer < lstm:

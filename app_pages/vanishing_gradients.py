@@ -3,6 +3,7 @@
 import streamlit as st
 
 from seqviz import charts, families, ui
+from seqviz.charts.metrics import memory_curve
 from seqviz.ui import models
 
 st.title("Vanishing (and exploding) gradients")
@@ -56,8 +57,7 @@ def jacobians(recurrent) -> None:
             curves[(ref.label, scaled_state)] = models.jacobian(ref, True, length, scale)
     far = min(20, length - 1)
     if curves:
-        ui.chart(ui.figure(charts.jacobian_chart, models.colours(recurrent)),
-                 charts.jacobian_data(curves), "gradients-jacobian")
+        ui.draw(charts.make("jacobian", curves, models.colours(recurrent)), "gradients-jacobian")
         text = (f"Averaged over 3 random word sequences of {length} words (geometric mean of the spectral norm). "
                 "The grey dotted line is Pascanu et al.'s (2013) bound for a plain RNN, ‖∂h_T/∂h_k‖ ≤ η^(T−k) with "
                 "η = σ_max(W_h) (γ = 1 for tanh)")
@@ -130,7 +130,7 @@ def learning_to_remember(memory, shipped_memory, steps) -> None:
                    "not as they were during training.")
 
     def at_20(label: str, when: int | None) -> float:
-        return charts.memory_curve(metadata[label], when)["20"]
+        return memory_curve(metadata[label], when)["20"]
 
     if shipped_memory and step is not None:
         chance = metadata[shipped_memory[0].label]["metrics"]["chance"]

@@ -8,6 +8,7 @@ import pandas as pd
 
 from seqviz.charts.base import position_labels, table
 from seqviz.charts.colours import BLUE, GREY
+from seqviz.charts.figure import Figure, drawn, figure
 
 
 def step_data(step, src_tokens: list[str]) -> pd.DataFrame:
@@ -43,3 +44,9 @@ def step_chart(score_rule: str | None = None) -> alt.HConcatChart:
         y=y, x=alt.X("weight α:Q", title="② softmax weight α", scale=alt.Scale(domain=[0, 1])), tooltip=tooltip
     ).properties(**size)
     return alt.hconcat(scores, weights, data=table())
+
+
+@figure("attention-step")
+def attention_step(step, src_tokens: list[str], score_rule: str | None = None) -> Figure:
+    """One decoder step: ① each source word's score, ② its softmax weight (titled with the score's rule)."""
+    return drawn(step_chart, step_data(step, src_tokens), score_rule)

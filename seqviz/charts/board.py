@@ -12,6 +12,7 @@ import pandas as pd
 
 from seqviz import families
 from seqviz.charts.base import table
+from seqviz.charts.figure import Figure, drawn, figure
 
 # The settings a run has, as the board's table and pickers name them (seqviz.runs.RunSpec's fields).
 SETTINGS = {"family": "family", "hidden": "hidden size", "embedding": "embedding size", "layers": "layers",
@@ -152,3 +153,16 @@ def length_chart(colours: tuple[tuple[str, str], ...], metric_title: str = "exac
                  alt.Tooltip("sources:N", title="sources of (tokens)"), alt.Tooltip("y:Q", title=metric_title,
                                                                                    format=".1%")],
     ).properties(width=460, height=280)  # no title: see board_chart
+
+
+@figure("board-points")
+def board_points(frame: pd.DataFrame, measure: str, setting: str, colours: tuple[tuple[str, str], ...]) -> Figure:
+    """The class's runs: each at (its ``setting``, its ``measure``), coloured by family."""
+    return drawn(board_chart, points_data(frame, measure, setting), measure_name(measure), setting, colours)
+
+
+@figure("board-by-length")
+def board_by_length(frame: pd.DataFrame, metric: str, colours: tuple[tuple[str, str], ...], by: str = "family",
+                    levels: tuple = ()) -> Figure:
+    """The class's translators: each run's held-out ``metric`` against the source's length."""
+    return drawn(length_chart, length_data(frame, metric), colours, metric.replace("_", " "), by, levels)

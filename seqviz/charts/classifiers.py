@@ -7,6 +7,7 @@ import pandas as pd
 
 from seqviz.charts.base import MODEL_LABEL_PX, table
 from seqviz.charts.colours import BLUE, GREEN, ORANGE, PURPLE
+from seqviz.charts.figure import Figure, drawn, figure
 
 
 def probabilities_data(traces: dict) -> pd.DataFrame:
@@ -47,3 +48,15 @@ def bag_chart(comparison, name_a: str, name_b: str) -> alt.Chart:
         color=alt.Color("email:N", scale=alt.Scale(range=[BLUE, ORANGE]), legend=alt.Legend(orient="bottom")),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("email:N"), alt.Tooltip("count:Q")],
     ).properties(height=220, title=f"What a bag-of-words model sees (cosine similarity {comparison.cosine:.3f})")
+
+
+@figure("probabilities")
+def probabilities(traces: dict, title: str = "") -> Figure:
+    """Each classifier's probability for each team (traces: label -> ClassifierTrace)."""
+    return drawn(probabilities_chart, probabilities_data(traces), tuple(traces), title=title)
+
+
+@figure("bag-of-words")
+def bag_of_words(comparison, name_a: str, name_b: str) -> Figure:
+    """What a bag of words sees of two emails: the same counts."""
+    return drawn(bag_chart, bag_data(comparison, name_a, name_b), comparison, name_a, name_b)

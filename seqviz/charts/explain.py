@@ -9,6 +9,7 @@ import pandas as pd
 
 from seqviz.charts.base import MODEL_LABEL_PX, model_legend, position_labels, table
 from seqviz.charts.colours import BLUE, GREEN, GREY, LABEL_GREY, ORANGE, VERMILLION, model_colours
+from seqviz.charts.figure import Figure, drawn, figure
 from seqviz.charts.heatmaps import heatmap, heatmap_data
 
 # The three measures of how much word j mattered, as their columns and panels are named.
@@ -126,3 +127,28 @@ def pronoun_chart(word: str = "it", cell: int = 18) -> alt.LayerChart:
     """Where ``word`` looks in each layer and head (a template of ``pronoun_data``)."""
     return heatmap(value="weight", row_title="", col_title=f"word “{word}” attends to", cell=cell,
                    title=f"Where “{word}” looks, every layer and head")
+
+
+@figure("importance")
+def importance(tokens: list[str], attention, gradient, leave_one_out, title: str = "") -> Figure:
+    """Attention beside gradient and leave-one-out importance for each word (attention None: the other two)."""
+    measures = (ATTENTION, GRADIENT, LEAVE_ONE_OUT) if attention is not None else (GRADIENT, LEAVE_ONE_OUT)
+    return drawn(importance_chart, importance_data(tokens, attention, gradient, leave_one_out), measures, title=title)
+
+
+@figure("taus")
+def taus(taus: dict[str, dict[str, list[float]]], colours: dict[str, str], unit: str = "output words") -> Figure:
+    """Histograms of Kendall's τ between attention and each measure, one per model (taus: label -> name -> τs)."""
+    return drawn(tau_chart, tau_data(taus), colours, unit=unit)
+
+
+@figure("attention-replaced")
+def attention_replaced(results: dict[str, dict[str, float | None]]) -> Figure:
+    """Held-out exact match with the model's own attention, uniform weights and its weights shuffled."""
+    return drawn(ablation_chart, ablation_data(results), tuple(results))
+
+
+@figure("pronoun")
+def pronoun(tokens: list[str], weights, word: str = "it") -> Figure:
+    """Where ``word`` looks in every layer and head (weights: layers × heads × words)."""
+    return drawn(pronoun_chart, pronoun_data(tokens, weights, word), word)

@@ -7,6 +7,7 @@ import pandas as pd
 
 from seqviz.charts.base import _on_canvas, position_labels, table
 from seqviz.charts.colours import BLUE, GREEN, GREY, ORANGE, PURPLE, VERMILLION
+from seqviz.charts.figure import Figure, drawn, figure
 from seqviz.charts.heatmaps import heatmap, heatmap_data
 
 GATE_FIELDS = (("forget gate f", "forget_gate", (0.0, 1.0), "blues"),
@@ -88,3 +89,21 @@ def mean_forget_chart() -> alt.Chart:
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("mean forget gate:Q", format=".3f"),
                  alt.Tooltip("mean input gate:Q", format=".3f")],
     ).properties(height=240, title="How much of the old memory each word keeps")
+
+
+@figure("gates")
+def gates(trace, units: list[int] | None = None) -> Figure:
+    """Heatmaps of f_t, i_t, o_t and c_t for the ``units`` (None: all) at every word."""
+    return drawn(gates_chart, gates_data(trace, units), gate_column_px(len(trace.tokens)))
+
+
+@figure("unit-lines")
+def unit_lines(trace, unit: int) -> Figure:
+    """One unit's gates and memory across the sentence."""
+    return drawn(unit_lines_chart, unit_lines_data(trace, unit))
+
+
+@figure("mean-forget")
+def mean_forget(trace) -> Figure:
+    """The mean forget gate at each word: how much of its memory each word keeps."""
+    return drawn(mean_forget_chart, mean_forget_data(trace))

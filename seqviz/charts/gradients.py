@@ -8,6 +8,7 @@ import pandas as pd
 
 from seqviz.charts.base import LOG_FLOOR, model_legend, position_labels, table
 from seqviz.charts.colours import GREY, model_colours
+from seqviz.charts.figure import Figure, drawn, figure
 
 
 def saliency_data(saliencies: dict) -> pd.DataFrame:
@@ -73,3 +74,15 @@ def jacobian_chart(colours: dict[str, str]) -> alt.LayerChart:
         detail="model:N", **encode).transform_filter(alt.datum.bound)
     return alt.layer(measured, bound, data=table()).properties(
         height=340, title="How much of the gradient survives T − k steps (grey dotted: Pascanu et al.'s bound)")
+
+
+@figure("saliency")
+def saliency(saliencies: dict, colours: dict[str, str]) -> Figure:
+    """‖∂score/∂x_t‖ per word, one line per model (saliencies: label -> trace)."""
+    return drawn(saliency_chart, saliency_data(saliencies), colours)
+
+
+@figure("jacobian")
+def jacobian(curves: dict, colours: dict[str, str]) -> Figure:
+    """‖∂h_T/∂h_t‖ against the distance T − t, one line per model."""
+    return drawn(jacobian_chart, jacobian_data(curves), colours)

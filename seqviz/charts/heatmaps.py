@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from seqviz.charts.base import _on_canvas, position_labels, table
+from seqviz.charts.figure import Figure, drawn, figure
 
 
 def heatmap_data(matrix: np.ndarray, rows: list[str], cols: list[str], value: str = "value") -> pd.DataFrame:
@@ -120,3 +121,17 @@ def attention_heads_chart(cell: int = 12, row_title: str = "word attending",
     )
     title = f"Rows: {row_title}. Columns: {col_title}."
     return _on_canvas(cells.properties(title=title), f"Attention weights of every layer and head. {title}")
+
+
+@figure("alignment")
+def alignment(src_tokens: list[str], out_tokens: list[str], weights: np.ndarray, title: str = "") -> Figure:
+    """A translator's alignment: output word (row) × source word (column), each row adding to 1."""
+    return drawn(alignment_chart, alignment_data(src_tokens, out_tokens, weights), title=title,
+                 annotate=alignment_annotated(src_tokens, out_tokens))
+
+
+@figure("attention-heads")
+def attention_heads(tokens: list[str], weights: np.ndarray, queries: list[str] | None = None, **titles) -> Figure:
+    """Every layer and head's attention (weights: layers × heads × queries × keys), cells sized to the words."""
+    return drawn(attention_heads_chart, attention_heads_data(tokens, weights, queries), heads_cell_px(len(tokens)),
+                 **titles)

@@ -8,6 +8,7 @@ import pandas as pd
 
 from seqviz.charts.base import MODEL_LABEL_PX, model_legend, table
 from seqviz.charts.colours import BLUE, GREY, LABEL_GREY, ORANGE, VERMILLION, model_colours
+from seqviz.charts.figure import Figure, drawn, figure
 
 
 def twins_data(metadata: dict[str, dict], colours: dict[str, str]) -> pd.DataFrame:
@@ -153,3 +154,35 @@ def timing_chart(rows) -> alt.Chart:
     )
     return alt.layer(base.mark_line(), base.mark_point(filled=True, size=50), data=data).properties(
         height=300, title="Forward time of one layer on a batch of 8, measured on this machine")
+
+
+@figure("order-twins")
+def order_twins(metadata: dict[str, dict], colours: dict[str, str]) -> Figure:
+    """Each email classifier's accuracy on the held-out twins (same words, another order)."""
+    return drawn(twins_chart, twins_data(metadata, colours), metadata, colours)
+
+
+@figure("memory-accuracy")
+def memory_accuracy(metadata: dict[str, dict], colours: dict[str, str], chance: float,
+                    step: int | None = None) -> Figure:
+    """Accuracy at recalling a token against the distance it was seen, one line per model."""
+    return drawn(memory_accuracy_chart, memory_data(metadata, colours, step), colours, chance)
+
+
+@figure("translation-by-length")
+def translation_by_length(metadata: dict[str, dict], colours: dict[str, str], metric: str = "exact match") -> Figure:
+    """Held-out translation quality against the source's length, one line per translator."""
+    return drawn(translation_by_length_chart, translation_by_length_data(metadata, colours), metadata, colours,
+                 metric)
+
+
+@figure("throughput")
+def throughput(metadata: dict[str, dict], names: list[str]) -> Figure:
+    """Training throughput of the named models."""
+    return drawn(throughput_chart, throughput_data(metadata, names), metadata, names)
+
+
+@figure("layer-timing")
+def layer_timing(rows) -> Figure:
+    """An LSTM layer's forward time against a self-attention layer's, by sequence length."""
+    return drawn(timing_chart, timing_data(rows), rows)

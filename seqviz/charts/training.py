@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from seqviz.charts.colours import BLUE, VERMILLION
+from seqviz.charts.figure import Figure, drawn, figure
 
 MAX_CURVE_POINTS = 300  # a loss curve is drawn from at most this many points (means over runs of steps)
 
@@ -40,3 +41,10 @@ def training_chart(losses, metric_history, metric_name: str, steps: int) -> alt.
         tooltip=tooltip,
     ).properties(width=240, height=200, title="Held-out " + metric_name.removeprefix("held-out "))
     return alt.vconcat(metric, loss)
+
+
+@figure("training-curves")
+def training_curves(losses, metric_history, metric_name: str, steps: int) -> Figure:
+    """A run's loss and held-out measure against steps."""
+    return drawn(training_chart, training_data(losses, metric_history, metric_name), losses, metric_history,
+                 metric_name, steps)

@@ -10,6 +10,7 @@ from seqviz.analysis.attention_example import WorkedAttention
 from seqviz.analysis.tiny_rnn import CHAPTER_PRODUCT, CHAPTER_STEPS_BACK, TinyRNNRun
 from seqviz.charts.base import LOG_FLOOR, position_labels, table
 from seqviz.charts.colours import BLUE, GREEN, GREY, LABEL_GREY, ORANGE, VERMILLION
+from seqviz.charts.figure import Figure, drawn, figure
 
 # --- The tiny RNN --------------------------------------------------------------------------------
 
@@ -164,3 +165,27 @@ def context_mix_chart(worked: WorkedAttention) -> alt.LayerChart:
                               text="label:N"), data=ctx)
     return alt.layer(segments, tips, key_labels, query_label, ctx_marks).properties(
         height=380, title="The context: a weighted mix of the keys")
+
+
+@figure("tiny-rnn-memory")
+def tiny_rnn_memory(run: TinyRNNRun) -> Figure:
+    """The chapter's tiny RNN: its memory h_t word by word."""
+    return drawn(memory_chart, tiny_rnn_data(run))
+
+
+@figure("tiny-rnn-gradient")
+def tiny_rnn_gradient(run: TinyRNNRun, show_chapter_point: bool = True) -> Figure:
+    """The chapter's tiny RNN: how much of the gradient reaches each step back."""
+    return drawn(gradient_chart, gradient_data(run), show_chapter_point)
+
+
+@figure("attention-weights")
+def attention_weights(worked: WorkedAttention) -> Figure:
+    """The worked example's scores and softmax weights."""
+    return drawn(attention_weights_chart, attention_steps_data(worked), worked)
+
+
+@figure("context-mix")
+def context_mix(worked: WorkedAttention) -> Figure:
+    """The worked example's context vector as the weighted mix of the word vectors."""
+    return drawn(context_mix_chart, context_mix_data(worked), worked)

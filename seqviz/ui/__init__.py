@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from seqviz import charts
+from seqviz.charts.base import LEGEND_ROW_PX, TABLE, draws_table, legend_rows, position_labels, wrap_titles
 from seqviz.limits import MAX_CHARS
 
 # Altair checks every chart part against the Vega-Lite schema as it is built, then the whole chart again
@@ -116,7 +117,7 @@ def output_word(traces: dict, part_key: str, model_key: str, word_key: str) -> t
     if len(traces) > 1:
         label = st.radio("Translator", list(traces), horizontal=True, key=model_key, bind="query-params",
                          on_change=rerun_part(part_key))
-    words = charts.position_labels(traces[label].out_tokens)
+    words = position_labels(traces[label].out_tokens)
     step = st.select_slider("Output word", options=list(range(len(words))), format_func=words.__getitem__,
                             key=word_key, bind="query-params", on_change=rerun_part(part_key))
     return label, min(step, len(words) - 1)
@@ -165,8 +166,8 @@ def _share_part(url_path: str) -> None:
                    "join the classroom's Wi-Fi and the address for the class shows here.")
     elif local:
         st.caption("This address works only on this computer: to share the lab with a class on this network, "
-                   "start it with `SEQVIZ_LAN=1 scripts/serve` (README, *Serve a class from a laptop*), or host "
-                   "it (README, *Share a hosted demo*) and share that host's address.")
+                   "start it with `SEQVIZ_LAN=1 scripts/serve` (docs/hosting.md, *Serve a class from a laptop*), or "
+                   "host it (docs/hosting.md) and share that host's address.")
     if left_out:
         st.caption("Your own models are not in this link: they live in this browser's lab only. Whoever "
                    "opens it sees the shipped models you picked.")
@@ -207,58 +208,51 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "chart"
 
 
-def figure(make: Callable[..., alt.TopLevelMixin], *args, **kwargs) -> alt.TopLevelMixin:
-    """``make(*args, **kwargs)``, built once per server for the same arguments and shared by every visitor.
+def draw(figure: charts.Figure, name: str) -> None:
+    """Draw a figure (seqviz.charts: a template and its table) and offer its data as CSV and its picture as PNG and
+    SVG, the files named ``name``.
 
-    Altair takes 20 to 120 ms to build one layered chart, and a page's full rerun (a new sentence) rebuilds
-    every chart on it, most of them unchanged. A chart is a read-only value once built.
+    The template is built once per server for the same arguments and shared by every visitor: altair takes 20 to
+    120 ms to build one layered chart, and a page's full rerun (a new sentence) would rebuild every chart on it,
+    most of them unchanged. A template gets the figure's table as its data: its spec is the same for every
+    sentence, so the browser keeps the chart it has and swaps in the new table, rather than compiling a new chart.
+    The figure's name goes with the chart (Vega-Lite's ``usermeta``), for tests and tools to know which it is.
     """
-    return _figure(f"{make.__module__}.{make.__qualname__}", args, kwargs, make)
-
-
-@st.cache_resource(max_entries=256, show_spinner=False)
-def _figure(name: str, args: tuple, kwargs: dict, _make: Callable[..., alt.TopLevelMixin]) -> alt.TopLevelMixin:
-    return _make(*args, **kwargs)
-
-
-def chart(figure: alt.TopLevelMixin, data: pd.DataFrame, name: str) -> None:
-    """Draw an altair chart and offer its data as CSV and its picture as PNG and SVG.
-
-    A template (see seqviz.charts) gets ``data`` as its table. Its spec is the same for every sentence, so the
-    browser keeps the chart it has and swaps in the new table, rather than compiling a new chart.
-    """
-    spec = _spec_of(figure)
-    table = data if charts.draws_table(spec) else None
+    template = _template(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args),
+                         dict(figure.kwargs), figure.make)
+    spec = {**_spec_of(template), "usermeta": {"seqviz": {"figure": figure.name}}}
+    table = figure.table if draws_table(spec) else None
     if table is not None:
         # Keep the chart's own fixed tables (a reference point, say) beside the sentence's.
-        spec = {**spec, "datasets": {**spec.get("datasets", {}), charts.TABLE: table}}
-    st.vega_lite_chart(spec=spec, width="content" if _has_own_width(figure) else "stretch",
-                       height=_height_of(figure, spec))
+        spec = {**spec, "datasets": {**spec.get("datasets", {}), TABLE: table}}
+    st.vega_lite_chart(spec=spec, width="content" if _has_own_width(template) else "stretch",
+                       height=_height_of(template, spec))
     row = st.container(horizontal=True)
-    row.download_button("CSV", data=_csv_of(data), file_name=f"{name}.csv", mime="text/csv",
+    row.download_button("CSV", data=_csv_of(figure.table), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")
-    row.download_button("PNG", data=_lazy_image(figure, table, "png"), file_name=f"{name}.png", mime="image/png",
+    row.download_button("PNG", data=_lazy_image(template, table, "png"), file_name=f"{name}.png", mime="image/png",
                         key=f"png-{name}", icon=":material/image:", on_click="ignore")
-    row.download_button("SVG", data=_lazy_image(figure, table, "svg"), file_name=f"{name}.svg",
+    row.download_button("SVG", data=_lazy_image(template, table, "svg"), file_name=f"{name}.svg",
                         mime="image/svg+xml", key=f"svg-{name}", icon=":material/draw:", on_click="ignore")
 
 
-def draw(figure, name: str) -> None:
-    """Draw a :class:`seqviz.views.Figure` (a template and its table) as :func:`chart` does."""
-    chart(_figure(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args), dict(figure.kwargs),
-                  figure.make), figure.table, name)
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _template(name: str, args: tuple, kwargs: dict, _make: Callable[..., alt.TopLevelMixin]) -> alt.TopLevelMixin:
+    return _make(*args, **kwargs)
 
 
-def show(view: str, traces: dict, name: str, colours: dict[str, str] | None = None, **options) -> None:
-    """Draw the traces (label -> trace) as the view ``view`` draws them (seqviz.views). Its charts are named
-    ``name``, or ``name-<model>`` when it draws one per model, then ``name-2``, ``name-3`` when it draws several."""
+def show(view: str, traces: dict, name: str, colours: dict[str, str] | None = None, figure: str | None = None,
+         **options) -> None:
+    """Draw the traces (label -> trace) as the view ``view`` draws its figure ``figure`` (None: its main one; see
+    seqviz.views). Its charts are named ``name``, or ``name-<model>`` when it draws one per model, then ``name-2``,
+    ``name-3`` when it draws several."""
     from seqviz import views
 
-    for number, figure in enumerate(views.get(view).figures(traces, colours, **options), start=1):
-        if figure.label is not None:
-            draw(figure, f"{name}-{slug(figure.label)}")
+    for number, drawn in enumerate(views.get(view).figures(traces, colours, figure, **options), start=1):
+        if drawn.label is not None:
+            draw(drawn, f"{name}-{slug(drawn.label)}")
         else:
-            draw(figure, name if number == 1 else f"{name}-{number}")
+            draw(drawn, name if number == 1 else f"{name}-{number}")
 
 
 def _spec_of(figure: alt.TopLevelMixin) -> dict:
@@ -274,7 +268,7 @@ def _spec_of(figure: alt.TopLevelMixin) -> dict:
 
     spec = vars(figure).get("_streamlit_spec")
     if spec is None:
-        spec = charts.wrap_titles(_convert_altair_to_vega_lite_spec(_unchecked(figure)))
+        spec = wrap_titles(_convert_altair_to_vega_lite_spec(_unchecked(figure)))
         object.__setattr__(figure, "_streamlit_spec", spec)
     return spec
 
@@ -304,7 +298,7 @@ def _height_of(figure: alt.TopLevelMixin, spec: dict) -> int | str:
     height = getattr(figure, "height", alt.Undefined)
     if not isinstance(height, int | float):
         return "content"
-    return int(height) + 110 + charts.LEGEND_ROW_PX * (charts.legend_rows(spec) - 1)
+    return int(height) + 110 + LEGEND_ROW_PX * (legend_rows(spec) - 1)
 
 
 def _csv_of(data: pd.DataFrame) -> Callable[[], bytes]:
@@ -319,7 +313,7 @@ def _lazy_image(figure: alt.TopLevelMixin, table: pd.DataFrame | None, fmt: str)
 
         spec = figure.to_dict(validate=False)
         if table is not None:
-            spec["datasets"] = {**spec.get("datasets", {}), charts.TABLE: json.loads(table.to_json(orient="records"))}
+            spec["datasets"] = {**spec.get("datasets", {}), TABLE: json.loads(table.to_json(orient="records"))}
         if fmt == "png":
             return vlc.vegalite_to_png(spec, scale=2)
         return vlc.vegalite_to_svg(spec).encode("utf-8")

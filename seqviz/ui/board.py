@@ -13,6 +13,7 @@ import streamlit as st
 
 from seqviz import checkpoints, families, limits, ui
 from seqviz.charts import board as charts
+from seqviz.charts import make
 from seqviz.store import StoreUnavailable, board, classes, runs
 from seqviz.ui import lab
 from seqviz.ui.classroom import say
@@ -166,13 +167,11 @@ def _chart(part: pd.DataFrame, measures: list[str], code: str) -> str:
         if by != "family":
             found = {*experiment.values, *(v.item() if hasattr(v, "item") else v for v in part[by].dropna())}
             levels = tuple(sorted(found, key=lambda v: (not isinstance(v, int | float), v)))
-        ui.chart(ui.figure(charts.length_chart, colours, metric.replace("_", " "), by, levels),
-                 charts.length_data(part, metric), f"board-length-{code}")
+        ui.draw(make("board-by-length", part, metric, colours, by, levels), f"board-length-{code}")
         return default_y
     y = columns[1].selectbox("Up", summary, index=summary.index(default_y), key="board-y",
                              format_func=charts.measure_name)
-    ui.chart(ui.figure(charts.board_chart, charts.measure_name(y), x, colours), charts.points_data(part, y, x),
-             f"board-{code}")
+    ui.draw(make("board-points", part, y, x, colours), f"board-{code}")
     return y
 
 

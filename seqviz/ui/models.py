@@ -16,7 +16,8 @@ import hashlib
 
 import streamlit as st
 
-from seqviz import charts, families, registry, story, views
+from seqviz import families, registry, story, views
+from seqviz.charts.colours import model_colour
 from seqviz.limits import output_limit
 from seqviz.registry import ModelRef
 from seqviz.ui import yours
@@ -147,7 +148,7 @@ def colours(refs: list[ModelRef]) -> dict[str, str]:
             return None
         return mine.index(ref.fingerprint) if ref.fingerprint in mine else 0
 
-    return {ref.label: charts.model_colour(ref.family, place(ref)) for ref in refs}
+    return {ref.label: model_colour(ref.family, place(ref)) for ref in refs}
 
 
 # --- Traces: cached per (fingerprint, sentence) -----------------------------------------------------

@@ -1,9 +1,9 @@
 """What a page can show of a model: one object per view.
 
 A :class:`View` knows which models fit it (from the family's traits and the task it was trained on, read
-from a checkpoint's header: no torch), how to trace a model on a sentence, and how to draw the traces (chart
-templates and their tables, as :class:`Figure` values). Pages ask for views by name; /train's "watch it learn"
-snapshots are views of the model being trained, drawn by the same code.
+from a checkpoint's header: no torch), how to trace a model on a sentence, and how to draw the traces: its
+figures, by name (``figure_names``), made by seqviz.charts' factories. Pages ask for views and their figures by
+name; /train's "watch it learn" snapshots are views of the model being trained, drawn by the same code.
 
 Every module of this package that defines a view registers it by its ``name``: a new view is one module.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from seqviz.views.base import VIEWS, Figure, View
+from seqviz.views.base import VIEWS, View
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
@@ -36,4 +36,4 @@ def first_fitting(names, family: str, task: str | None) -> View | None:
     return next((get(name) for name in names if get(name).fits(family, task)), None)
 
 
-__all__ = ["VIEWS", "Figure", "View", "first_fitting", "fits", "get"]
+__all__ = ["VIEWS", "View", "first_fitting", "fits", "get"]

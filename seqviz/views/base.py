@@ -1,26 +1,13 @@
-"""The view interface, and a figure: one chart template and the table it draws."""
+"""The view interface. A view draws :class:`seqviz.charts.Figure` values, made by the chart factories by name."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from seqviz import families
+from seqviz.charts import Figure
 
 VIEWS: dict[str, View] = {}  # name -> the view; filled as seqviz.views imports its modules
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A chart to draw: ``make(*args, **kwargs)`` builds the template (seqviz.ui builds it once per server for the
-    same arguments), ``table`` is what it draws, the sentence's data, offered as CSV."""
-
-    make: Callable[..., Any]
-    table: Any  # a pandas DataFrame
-    args: tuple = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-    label: str | None = None  # the model it draws, when a view draws one chart per model (names its downloads)
 
 
 class View:
@@ -31,6 +18,7 @@ class View:
     task: ClassVar[str | None] = None  # only models trained on this task fit (None: any task)
     trace_kind: ClassVar[str] = ""  # what trace() computes; views that compute the same share one cached trace
     needs_sentence: ClassVar[bool] = True  # False: the view reads held-out data, not the visitor's sentence
+    figure_names: ClassVar[tuple[str, ...]] = ()  # the figures it draws (seqviz.charts factories), its main one first
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -57,6 +45,18 @@ class View:
         """One line for people: what the trace says (a /train snapshot's caption)."""
         return ""
 
-    def figures(self, traces: dict[str, Any], colours: dict[str, str] | None = None, **options) -> list[Figure]:
-        """The charts of these traces (label -> trace), in the order they are drawn."""
-        return []
+    def figures(self, traces: dict[str, Any], colours: dict[str, str] | None = None, figure: str | None = None,
+                **options) -> list[Figure]:
+        """The charts called ``figure`` (one of ``figure_names``; None: the main one) of these traces (label ->
+        trace), in the order they are drawn (a view of words only draws none); ValueError names the view's figures."""
+        if figure is None and not self.figure_names:
+            return []
+        name = figure or (self.figure_names[0] if self.figure_names else None)
+        if name not in self.figure_names:
+            raise ValueError(f"the {self.name} view draws {', '.join(self.figure_names) or 'no figure'}, "
+                             f"not {str(figure)[:40]!r}")
+        return self.draw(name, traces, colours, **options)
+
+    def draw(self, figure: str, traces: dict[str, Any], colours: dict[str, str] | None, **options) -> list[Figure]:
+        """The figures called ``figure`` (one of ``figure_names``) of these traces."""
+        raise NotImplementedError(f"the {self.name} view draws no figure")

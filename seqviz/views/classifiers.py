@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seqviz import charts
-from seqviz.views.base import Figure, View
+from seqviz.views.base import View
 
 
 class EmailClassifier(View):
@@ -23,9 +23,10 @@ class EmailClassifier(View):
     def summary(self, trace) -> str:
         return f"It says {trace.predicted} ({float(trace.probs.max()):.0%})."
 
-    def figures(self, traces, colours=None, title: str = "The sidebar sentence", **options):
-        return [Figure(charts.probabilities_chart, charts.probabilities_data(traces), (tuple(traces),),
-                       {"title": title})]
+    figure_names = ("probabilities",)
+
+    def draw(self, figure, traces, colours=None, title: str = "The sidebar sentence", **options):
+        return [charts.make("probabilities", traces, title)]
 
 
 class Saliency(View):
@@ -44,5 +45,7 @@ class Saliency(View):
 
         return saliency(model, list(tokens), vocabularies["tokens"])
 
-    def figures(self, traces, colours=None, **options):
-        return [Figure(charts.saliency_chart, charts.saliency_data(traces), (colours,))]
+    figure_names = ("saliency",)
+
+    def draw(self, figure, traces, colours=None, **options):
+        return [charts.make("saliency", traces, colours)]

@@ -15,14 +15,15 @@ on the weights at all (Wiegreffe and Pinter 2019). Numbers come from seqviz.anal
 from __future__ import annotations
 
 from seqviz import charts, limits
-from seqviz.views.base import Figure, View
+from seqviz.views.base import View
 from seqviz.views.translation import Translator
 
 
-def _taus_figure(held_out: dict[str, dict], colours: dict[str, str], unit: str) -> Figure:
+def _taus_figure(held_out: dict[str, dict], colours: dict[str, str], unit: str):
+    """The held-out τ histograms of several models (label -> the view's held_out()), one τ per ``unit``."""
     taus = {label: {"attention vs gradient": h["taus"].gradient,
                     "attention vs leave-one-out": h["taus"].leave_one_out} for label, h in held_out.items()}
-    return Figure(charts.tau_chart, charts.tau_data(taus), (colours,), {"unit": unit})
+    return charts.make("taus", taus, colours, unit)
 
 
 def _tau(value) -> str:
@@ -48,14 +49,21 @@ class ExplainTranslation(Translator):
         return (f"Mean τ over the sentence: attention vs gradient {_tau(trace.mean_tau_gradient)}, "
                 f"attention vs leave-one-out {_tau(trace.mean_tau_leave_one_out)}.")
 
-    def figures(self, traces, colours=None, step: int = 0, **options):
-        """The measures for output word ``step`` (the last one, past the end) of each translator."""
+    figure_names = ("importance", "taus", "attention-replaced")
+
+    def draw(self, figure, traces, colours=None, step: int = 0, **options):
+        """"importance": the measures for output word ``step`` (the last one, past the end) of each translator;
+        "taus" and "attention-replaced": the held-out studies (label -> held_out())."""
+        if figure == "taus":
+            return [_taus_figure(traces, colours, "output words")]
+        if figure == "attention-replaced":
+            return [charts.make("attention-replaced", {label: h["exact_match"] for label, h in traces.items()})]
         figures = []
         for label, t in traces.items():
             if t.out_tokens:
                 u = min(step, len(t.out_tokens) - 1)
-                table = charts.importance_data(t.src_tokens, t.attention[u], t.gradient[u], t.leave_one_out[u])
-                figures.append(Figure(charts.importance_chart, table, label=label))
+                figures.append(charts.make("importance", t.src_tokens, t.attention[u], t.gradient[u],
+                                           t.leave_one_out[u]).of(label))
         return figures
 
     def held_out(self, model, task) -> dict:
@@ -67,16 +75,6 @@ class ExplainTranslation(Translator):
         taus = held_out_taus(model, task, limit=n)
         matches = {ablation: held_out_exact_match(model, task, ablation, limit=n) for ablation in ABLATIONS}
         return {"taus": taus, "exact_match": {a: m.exact_match for a, m in matches.items()}, "sentences": n}
-
-    @staticmethod
-    def taus_figure(held_out: dict[str, dict], colours: dict[str, str]) -> Figure:
-        """The held-out τ histograms of several models (label -> held_out()), one τ per output word."""
-        return _taus_figure(held_out, colours, "output words")
-
-    @staticmethod
-    def ablation_figure(held_out: dict[str, dict]) -> Figure:
-        results = {label: h["exact_match"] for label, h in held_out.items()}
-        return Figure(charts.ablation_chart, charts.ablation_data(results), (tuple(results),))
 
 
 class AttentionReplaced(Translator):
@@ -117,10 +115,14 @@ class ExplainClassifier(View):
         return (f"It says {trace.predicted} (p = {trace.p_predicted:.5f}); τ against the gradient "
                 f"{_tau(trace.tau_gradient)}, against leave-one-out {_tau(trace.tau_leave_one_out)}.")
 
-    def figures(self, traces, colours=None, title: str = "", **options):
-        return [Figure(charts.importance_chart, charts.importance_data(t.tokens, t.attention, t.gradient,
-                                                                       t.leave_one_out), kwargs={"title": title},
-                       label=label) for label, t in traces.items()]
+    figure_names = ("importance", "taus")
+
+    def draw(self, figure, traces, colours=None, title: str = "", **options):
+        """"importance": the measures for each email (label -> trace); "taus": the held-out studies."""
+        if figure == "taus":
+            return [_taus_figure(traces, colours, "emails")]
+        return [charts.make("importance", t.tokens, t.attention, t.gradient, t.leave_one_out, title).of(label)
+                for label, t in traces.items()]
 
     def held_out(self, model, task) -> dict:
         """τ per held-out email; for attention that pools the words into one vector (no heads), Jain and Wallace's
@@ -134,11 +136,6 @@ class ExplainClassifier(View):
         return {"taus": held_out_classifier_taus(model, task, limit=n), "emails": n,
                 "permutation": permutation_test(model, task, limit=n, permutations=limits.EXPLAIN_PERMUTATIONS)
                 if pooled else None}
-
-    @staticmethod
-    def taus_figure(held_out: dict[str, dict], colours: dict[str, str]) -> Figure:
-        """The held-out τ histograms of several models (label -> held_out()), one τ per email."""
-        return _taus_figure(held_out, colours, "emails")
 
 
 class Pronoun(View):
@@ -157,14 +154,15 @@ class Pronoun(View):
 
         return pronoun_attention(model, vocabularies["tokens"], list(tokens), word)  # PronounAttention or None
 
-    def figures(self, traces, colours=None, **options):
+    figure_names = ("pronoun",)
+
+    def draw(self, figure, traces, colours=None, **options):
+        """For each model: where the word looks in every head, then what the decision rests on."""
         figures = []
         for label, t in traces.items():
             if t is not None:
-                figures.append(Figure(charts.pronoun_chart, charts.pronoun_data(t.tokens, t.weights, t.word),
-                                      (t.word,), label=f"{label}-heads"))
                 d = t.decision
-                figures.append(Figure(charts.importance_chart, charts.importance_data(
-                    d.tokens, None, d.gradient, d.leave_one_out), ((charts.GRADIENT, charts.LEAVE_ONE_OUT),),
-                    {"title": f"What the decision ({d.predicted}) rests on"}, label=f"{label}-decision"))
+                figures += [charts.make("pronoun", t.tokens, t.weights, t.word).of(f"{label}-heads"),
+                            charts.make("importance", d.tokens, None, d.gradient, d.leave_one_out,
+                                        f"What the decision ({d.predicted}) rests on").of(f"{label}-decision")]
         return figures

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seqviz import charts
-from seqviz.views.base import Figure, View
+from seqviz.views.base import View
 
 
 class Gates(View):
@@ -23,19 +23,15 @@ class Gates(View):
     def summary(self, trace) -> str:
         return f"Mean forget gate: {float(trace.forget_gate.mean()):.2f}."
 
-    def figures(self, traces, colours=None, units: int = 16, **options):
-        """One grid of heatmaps per model: the ``units`` units whose cell state moves most."""
+    figure_names = ("gates", "unit-lines", "mean-forget")
+
+    def draw(self, figure, traces, colours=None, units: int = 16, unit: int = 0, **options):
+        """"gates": one grid of heatmaps per model, the ``units`` units whose cell state moves most; "unit-lines":
+        unit ``unit``'s gates and memory across the sentence; "mean-forget": how much of its memory each word
+        keeps."""
         from seqviz.analysis.gates import most_active_units
 
-        return [Figure(charts.gates_chart, charts.gates_data(trace, most_active_units(trace, units)),
-                       (charts.gate_column_px(len(trace.tokens)),)) for trace in traces.values()]
-
-    @staticmethod
-    def unit(trace, unit: int) -> Figure:
-        """One unit's gates and memory across the sentence."""
-        return Figure(charts.unit_lines_chart, charts.unit_lines_data(trace, unit))
-
-    @staticmethod
-    def keeping(trace) -> Figure:
-        """The mean forget gate at each word: how much of its memory each word keeps."""
-        return Figure(charts.mean_forget_chart, charts.mean_forget_data(trace))
+        if figure == "gates":
+            return [charts.make("gates", t, most_active_units(t, units)) for t in traces.values()]
+        return [charts.make(figure, t, unit) if figure == "unit-lines" else charts.make(figure, t)
+                for t in traces.values()]

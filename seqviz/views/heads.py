@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seqviz import charts
-from seqviz.views.base import Figure, View
+from seqviz.views.base import View
 
 
 class SelfAttention(View):
@@ -22,6 +22,7 @@ class SelfAttention(View):
     def summary(self, trace) -> str:
         return f"Its {trace.weights.shape[0]} layers × {trace.weights.shape[1]} heads:"
 
-    def figures(self, traces, colours=None, **options):
-        return [Figure(charts.attention_heads_chart, charts.attention_heads_data(t.tokens, t.weights),
-                       (charts.heads_cell_px(len(t.tokens)),)) for t in traces.values()]
+    figure_names = ("attention-heads",)
+
+    def draw(self, figure, traces, colours=None, **options):
+        return [charts.make("attention-heads", t.tokens, t.weights) for t in traces.values()]

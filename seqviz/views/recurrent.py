@@ -42,10 +42,11 @@ class Memory(View):
         at_20 = trace["accuracy_by_distance"].get("20")
         return f"Accuracy at distance 20: {at_20:.0%}." if at_20 is not None else ""
 
-    def figures(self, traces, colours=None, step: int | None = None, **options):
+    figure_names = ("memory-accuracy",)
+
+    def draw(self, figure, traces, colours=None, step: int | None = None, **options):
         from seqviz import charts
-        from seqviz.views.base import Figure
 
         metadata = {label: {"metrics": trace} for label, trace in traces.items()}
         chance = next(iter(traces.values()))["chance"]
-        return [Figure(charts.memory_accuracy_chart, charts.memory_data(metadata, colours, step), (colours, chance))]
+        return [charts.make("memory-accuracy", metadata, colours, chance, step)]

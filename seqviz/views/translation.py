@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seqviz import charts
-from seqviz.views.base import Figure, View
+from seqviz.views.base import View
 
 
 class Translator(View):
@@ -34,11 +34,11 @@ class Alignment(Translator):
     def requires(self, family):
         return family.translates and family.attends
 
-    def figures(self, traces, colours=None, title: str = "{label}: output word (row) × source word (column)",
-                **options):
-        return [Figure(charts.alignment_chart, charts.alignment_data(t.src_tokens, t.out_tokens, t.alignment),
-                       kwargs={"title": title.format(label=label),
-                               "annotate": charts.alignment_annotated(t.src_tokens, t.out_tokens)}, label=label)
+    figure_names = ("alignment",)
+
+    def draw(self, figure, traces, colours=None, title: str = "{label}: output word (row) × source word (column)",
+             **options):
+        return [charts.make("alignment", t.src_tokens, t.out_tokens, t.alignment, title.format(label=label)).of(label)
                 for label, t in traces.items() if t.out_tokens]
 
 
@@ -51,15 +51,12 @@ class AttentionStep(Translator):
     def requires(self, family):
         return family.attends and family.attention_part is not None
 
-    def figures(self, traces, colours=None, step: int = 0, **options):
+    figure_names = ("attention-step",)
+
+    def draw(self, figure, traces, colours=None, step: int = 0, **options):
         """The step that wrote output word ``step`` (the last one, past the end), for each translator."""
-        figures = []
-        for trace in traces.values():
-            if trace.steps:
-                picked = trace.steps[min(step, len(trace.steps) - 1)]
-                figures.append(Figure(charts.step_chart, charts.step_data(picked, trace.src_tokens),
-                                      (trace.score_rule,)))
-        return figures
+        return [charts.make("attention-step", t.steps[min(step, len(t.steps) - 1)], t.src_tokens, t.score_rule)
+                for t in traces.values() if t.steps]
 
 
 class CrossAttention(Translator):
@@ -71,8 +68,8 @@ class CrossAttention(Translator):
     def requires(self, family):
         return family.translates and family.heads
 
-    def figures(self, traces, colours=None, **options):
-        return [Figure(charts.attention_heads_chart, charts.attention_heads_data(t.src_tokens, t.cross, t.out_tokens),
-                       (charts.heads_cell_px(len(t.src_tokens)),),
-                       {"row_title": "French word written", "col_title": "English word"})
-                for t in traces.values() if t.out_tokens]
+    figure_names = ("attention-heads",)
+
+    def draw(self, figure, traces, colours=None, **options):
+        return [charts.make("attention-heads", t.src_tokens, t.cross, t.out_tokens, row_title="French word written",
+                            col_title="English word") for t in traces.values() if t.out_tokens]

@@ -49,6 +49,15 @@ def all_text(at: AppTest) -> str:
     return "\n".join(parts).replace("\\", "")  # markdown escapes of visitor text removed
 
 
+def figures_shown(at: AppTest) -> list[str]:
+    """The figures the page draws, in order, by the names of the factories that made them (seqviz.charts): the
+    name each chart carries in its spec's usermeta."""
+    import json
+
+    return [json.loads(chart.proto.spec).get("usermeta", {}).get("seqviz", {}).get("figure", "?")
+            for chart in at.get("vega_lite_chart")]
+
+
 @pytest.fixture
 def cookies(monkeypatch) -> dict[str, str]:
     """The cookies every session opened in this test sends, as a browser sends them with its websocket's request

@@ -12,6 +12,8 @@ from altair.utils.schemapi import validate_jsonschema
 from altair.vegalite.v6.schema.core import load_schema
 from conftest import all_text, set_sentence
 
+from seqviz.charts.heatmaps import alignment_chart, alignment_data
+from seqviz.charts.training import training_chart
 from seqviz.story import PAGES
 
 SENTENCE = "where is my parcel ? it never arrived ."
@@ -44,10 +46,9 @@ def test_the_check_catches_a_broken_spec(open_page):
 
 def test_the_training_curves_chart_is_valid_vega_lite():
     """/train's own chart (its snapshots are the other pages' charts, checked above)."""
-    from seqviz import charts
 
     losses = [(step, 2.0 / step) for step in range(1, 700)]
-    figure = charts.training_chart(losses, [(100, 0.5), (600, 0.97)], "held-out exact match", 1000)
+    figure = training_chart(losses, [(100, 0.5), (600, 0.97)], "held-out exact match", 1000)
     validate_jsonschema(figure.to_dict(validate=False), load_schema())
 
 
@@ -94,13 +95,13 @@ def test_a_templates_picture_holds_its_table():
     """The PNG and SVG downloads render the template with its table inline (the browser gets the table apart)."""
     import numpy as np
 
-    from seqviz import charts, ui
+    from seqviz import ui
 
-    data = charts.alignment_data(["where", "is", "it"], ["où", "est"], np.full((2, 3), 1 / 3))
-    svg = ui._lazy_image(charts.alignment_chart(title="mine"), data, "svg")().decode()
+    data = alignment_data(["where", "is", "it"], ["où", "est"], np.full((2, 3), 1 / 3))
+    svg = ui._lazy_image(alignment_chart(title="mine"), data, "svg")().decode()
     assert svg.lstrip().startswith("<svg")
     assert "01 where" in svg and "02 est" in svg and "0.33" in svg
-    assert ui._lazy_image(charts.alignment_chart(), data, "png")().startswith(b"\x89PNG")
+    assert ui._lazy_image(alignment_chart(), data, "png")().startswith(b"\x89PNG")
 
 
 def _named_data(node) -> set[str]:

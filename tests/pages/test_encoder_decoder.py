@@ -1,4 +1,4 @@
-from conftest import SENTENCES, all_text, set_sentence
+from conftest import SENTENCES, all_text, figures_shown, set_sentence
 
 from seqviz.data.translation import CHAPTER_PAIRS
 
@@ -18,7 +18,7 @@ def test_sentence_in_the_grammar_has_a_reference(open_page):
     text = all_text(at)
     assert "où est ma commande ?" in text.replace("\\", "")
     assert "✓ exact" in text
-    assert len(at.get("vega_lite_chart")) == 1
+    assert figures_shown(at) == ["translation-by-length"]
 
 
 def test_sentence_outside_the_grammar_says_so(open_page):

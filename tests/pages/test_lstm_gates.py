@@ -1,4 +1,4 @@
-from conftest import SENTENCES, all_text, set_sentence
+from conftest import SENTENCES, all_text, figures_shown, set_sentence
 
 PAGE = "app_pages/lstm_gates.py"
 
@@ -8,25 +8,25 @@ def test_gates_of_every_model_with_an_lstm(open_page):
     picker = at.selectbox(key="gates")
     assert picker.value == "lstm"
     assert picker.options == ["lstm", "memory-lstm", "plain", "additive", "dot"]
-    assert len(at.get("vega_lite_chart")) == 3
+    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"]
     assert "forget gate is above 0.9" in all_text(at)
     for name in picker.options[1:]:
         at.selectbox(key="gates").set_value(name).run()
         assert not at.exception, name
-        assert len(at.get("vega_lite_chart")) == 3, name
+        assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"], name
 
 
 def test_model_from_the_address(open_page):
     at = open_page(PAGE, gates="additive")
     assert at.selectbox(key="gates").value == "additive"
     assert "its encoder's LSTM, forward direction" in all_text(at)
-    assert len(at.get("vega_lite_chart")) == 3
+    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"]
 
 
 def test_a_model_the_address_cannot_name_falls_back_to_the_default(open_page):
     at = open_page(PAGE, gates="yours-0123456789ab")
     assert at.selectbox(key="gates").value == "lstm"
-    assert len(at.get("vega_lite_chart")) == 3
+    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"]
 
 
 def test_unit_picker_and_unit_count(open_page):

@@ -1,4 +1,4 @@
-from conftest import SENTENCES, all_text, set_sentence
+from conftest import SENTENCES, all_text, figures_shown, set_sentence
 
 PAGE = "app_pages/transformer.py"
 
@@ -12,7 +12,7 @@ def test_chapter_shapes_printed(open_page):
 
 def test_attention_maps_timing_and_self_test(open_page):
     at = open_page(PAGE)
-    assert len(at.get("vega_lite_chart")) == 4
+    assert figures_shown(at) == ["attention-heads", "attention-heads", "layer-timing", "throughput"]
     text = all_text(at)
     assert "320 steps in a row" in text and "needed one step" in text
     assert "all the positions of a sequence at the same moment" in text
