@@ -1,7 +1,8 @@
 """/what-if: a map of encoder states, with the visitor's sentence drawn as a path through it.
 
 The encoder states h_j of held-out sentences (up to ``limits.WHATIF_MAP_STATES``) are projected on their first
-two principal components by scikit-learn's ``PCA``: the plane in which the states spread the most,
+two principal components by scikit-learn's ``PCA`` (its covariance solver: N states >> D numbers each): the plane
+in which the states spread the most,
 
     z_j = W (h_j − μ),   W (2, D) the top two eigenvectors of the states' covariance, μ their mean,
 
@@ -74,7 +75,7 @@ def fit_state_map(model, vocabularies, sentences: Sequence[Sequence[str]], max_s
     src_vocab = vocabularies["src"]
     states = source_states(model, [src_vocab.encode(tokens) for tokens in chosen])
     matrix = np.concatenate(states)[:max_states].astype(np.float64)  # (N, D)
-    pca = PCA(n_components=2, svd_solver="full").fit(matrix)
+    pca = PCA(n_components=2, svd_solver="covariance_eigh").fit(matrix)  # N >> D: eigh of the (D, D) covariance
     n = matrix.shape[0]
     parts = [part for tokens in chosen for part in _parts_or_none(tokens)][:n]
     return StateMap(points=pca.transform(matrix), words=[w for tokens in chosen for w in tokens][:n],
