@@ -14,7 +14,8 @@ decoding, word for word.
 The final translations are ranked by their log-probability, or with ``length_norm`` by its mean over the words
 written (<eos> counted): a plain sum favours short translations, since every word costs a negative log-probability.
 
-The tree holds every continuation considered: the kept ones, and the pruned ones the page greys out.
+The tree holds every continuation considered: the kept ones, and the pruned ones the page greys out. The open
+hypotheses are decoded together, one batch row each (the models' ``reorder_state`` gives each its parent's state).
 """
 
 from __future__ import annotations
@@ -73,7 +74,6 @@ class _Open:
     node: int
     ids: list[int]
     log_prob: float
-    state: object  # the decoder's state after the hypothesis's last word
 
 
 def beam_search(
@@ -90,20 +90,22 @@ def beam_search(
     nodes = [dict(token="<bos>", parent=None, step=0, log_prob=0.0, pruned=False, finished=False)]
     finals: list[tuple[list[int], float, bool, int]] = []  # ids, log-prob, ended, node
     with torch.inference_mode():
-        beam = [_Open(node=0, ids=[], log_prob=0.0, state=model.start(source.src, source.lengths))]
+        beam = [_Open(node=0, ids=[], log_prob=0.0)]
+        state = model.start(source.src, source.lengths)  # the open hypotheses' states, one row each
         for t in range(1, limit + 1):
-            candidates = []  # (log-prob, parent, word, state after the parent's step)
-            for hypothesis in beam:
-                y = torch.tensor([hypothesis.ids[-1] if hypothesis.ids else BOS_ID])
-                step = model.decode_step(y, hypothesis.state)
-                top = step.log_probs[0].topk(width)  # only these can be among the beam's best: width of them
-                for value, word in zip(top.values.tolist(), top.indices.tolist(), strict=True):
-                    candidates.append((hypothesis.log_prob + value, hypothesis, word, step.state))
+            y = torch.tensor([h.ids[-1] if h.ids else BOS_ID for h in beam])  # (K,)
+            step = model.decode_step(y, state)  # log_probs (K, V)
+            top = step.log_probs.topk(width, dim=-1)  # (K, width): only these can be among the beam's best
+            candidates = [  # (log-prob, the parent's row, word)
+                (beam[row].log_prob + value, row, word)
+                for row, (values, words) in enumerate(zip(top.values.tolist(), top.indices.tolist(), strict=True))
+                for value, word in zip(values, words, strict=True)
+            ]
             candidates.sort(key=lambda c: -c[0])  # stable: ties keep the order of the beam and of topk
             kept = width - len(finals)
-            beam = []
-            for rank, (log_prob, parent, word, state) in enumerate(candidates):
-                node = len(nodes)
+            opened, rows = [], []
+            for rank, (log_prob, row, word) in enumerate(candidates):
+                parent, node = beam[row], len(nodes)
                 nodes.append(dict(token=tgt.decode([word])[0], parent=parent.node, step=t, log_prob=log_prob,
                                   pruned=rank >= kept, finished=rank < kept and word == EOS_ID))
                 if rank >= kept:
@@ -111,9 +113,12 @@ def beam_search(
                 if word == EOS_ID:
                     finals.append((parent.ids, log_prob, True, node))
                 else:
-                    beam.append(_Open(node=node, ids=[*parent.ids, word], log_prob=log_prob, state=state))
+                    opened.append(_Open(node=node, ids=[*parent.ids, word], log_prob=log_prob))
+                    rows.append(row)
+            beam = opened
             if not beam:
                 break
+            state = model.reorder_state(step.state, torch.tensor(rows))
         finals += [(h.ids, h.log_prob, False, h.node) for h in beam]  # cut at the length limit
     ranked = []
     for ids, log_prob, ended, node in finals:

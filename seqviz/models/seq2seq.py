@@ -370,6 +370,14 @@ class Seq2Seq(Translator):
             states.append(step.hidden)
         return torch.stack(states, dim=1)  # (B, U, H)
 
+    def reorder_state(self, state, index: torch.Tensor):
+        """The decoding state of rows ``index`` (K,) of the batch (repeats allowed): how beam search lets each
+        kept hypothesis go on from its parent's state."""
+        memory, (h, c) = state
+        memory = replace(memory, states=memory.states[index], final=memory.final[index], mask=memory.mask[index],
+                         keys=None if memory.keys is None else memory.keys[index])  # (K, ...)
+        return memory, (h[:, index], c[:, index])  # (L, K, H)
+
 
 __all__ = [
     "Decoder",

@@ -309,6 +309,11 @@ class TransformerSeq2Seq(Translator):
         memory, src_mask, _ = self.encode(src, src_lengths)
         return self._decoder_output(tgt_in, memory, src_mask, None, None)[0]
 
+    def reorder_state(self, state, index: torch.Tensor):
+        """The decoding state of rows ``index`` (K,) of the batch (repeats allowed), as beam search needs it."""
+        memory, src_mask, ys, mix = state
+        return memory[index], src_mask[index], ys[index], mix  # (K, T, d), (K, 1, 1, T), (K, t)
+
     def _decoder_output(self, ys, memory, src_mask, mix, last_mix) -> tuple[torch.Tensor, torch.Tensor]:
         """The decoder's normalised output (B, t, d) on ys (B, t), with ``last_mix`` in the last layer's
         cross-attention and ``mix`` in the others'; and the last layer's cross-attention weights (B, N, t, T)."""
