@@ -117,7 +117,10 @@ WHATIF_MAX_BEAM = 8  # beam width (1 is greedy)
 WHATIF_TEMPERATURE_RANGE = (0.1, 5.0)  # sampling temperature; 0 means no sampling (greedy's pick)
 WHATIF_MAX_SEED = 2**31 - 1  # sampling seeds 0 .. this
 WHATIF_MAX_NEIGHBOURS = 20  # nearest training states listed for one state
-# A neighbour index holds at most this many states of one model and one side (encoder or decoder): float32, so
-# 10,000 x D x 4 bytes (5 MB for D = 128, the zoo's largest), built once per model (README, "Measured figures").
+# A neighbour index holds the states of one model and one side (encoder or decoder), float32: at most
+# WHATIF_INDEX_STATES of them and WHATIF_INDEX_MB megabytes (10,000 x 128 x 4 bytes = 4.9 MiB for the zoo's widest
+# states; a wider model of a visitor's gets fewer states). A server keeps WHATIF_INDEX_MODELS indexes at once.
 WHATIF_INDEX_STATES = 10_000
+WHATIF_INDEX_MB = 8
+WHATIF_INDEX_MODELS = 8  # so at most 64 MB of indexes
 WHATIF_MAP_STATES = 3_000  # held-out encoder states on the map of states (PCA)

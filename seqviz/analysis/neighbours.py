@@ -13,8 +13,9 @@ A visitor's state is compared with every state of the index by cosine similarity
 
 one matrix product against the index's rows, each divided by its norm once when the index is built
 (tests/unit/test_whatif_neighbours.py checks it against scikit-learn's ``NearestNeighbors(metric="cosine")``).
-An index holds at most ``limits.WHATIF_INDEX_STATES`` states: those of the first training sentences, whole, in
-the data's (random) order, so its memory is bounded whatever the model: N × D float32 numbers, ``nbytes``.
+An index holds at most ``limits.WHATIF_INDEX_STATES`` states and ``limits.WHATIF_INDEX_MB`` megabytes: those of the
+first training sentences, whole, in the data's (random) order, so its memory is bounded whatever the model: N × D
+float32 numbers, ``nbytes``.
 """
 
 from __future__ import annotations
@@ -99,24 +100,32 @@ def output_states(model, src_ids, tgt_ids, batch: int = BATCH) -> list[np.ndarra
 
 
 def build_index(model, vocabularies, pairs, side: str = "encoder", max_states: int | None = None) -> NeighbourIndex:
-    """The states of ``side`` of the first of ``pairs`` ((English, French) token sequences) until ``max_states``
-    (None: ``limits.WHATIF_INDEX_STATES``), as one matrix of unit rows."""
+    """The states of ``side`` of the first of ``pairs`` ((English, French) token sequences), as one matrix of unit
+    rows: at most ``max_states`` (None: ``limits.WHATIF_INDEX_STATES``) and ``limits.WHATIF_INDEX_MB`` megabytes."""
     if side not in SIDES:
         raise ValueError(f"side must be one of {SIDES}, not {side!r:.40}")
     max_states = check_int("number of states", limits.WHATIF_INDEX_STATES if max_states is None else max_states, 1,
                            limits.WHATIF_INDEX_STATES)
+    pairs = [(tuple(english), tuple(french)) for english, french in pairs]
+    if not pairs:
+        raise ValueError("an index needs at least one sentence")
     src_vocab, tgt_vocab = vocabularies["src"], vocabularies["tgt"]
+
+    def states_of(chosen) -> list[np.ndarray]:
+        src_ids = [src_vocab.encode(list(e)) for e, _ in chosen]
+        if side == "encoder":
+            return source_states(model, src_ids)
+        return output_states(model, src_ids, [tgt_vocab.encode(list(f)) for _, f in chosen])
+
+    dim = states_of(pairs[:1])[0].shape[1]  # D: the size of one state
+    max_states = max(1, min(max_states, int(limits.WHATIF_INDEX_MB * 2**20) // (4 * dim)))  # float32: 4 bytes
     chosen, total = [], 0
     for english, french in pairs:
         if total >= max_states:
             break
-        chosen.append((tuple(english), tuple(french)))
+        chosen.append((english, french))
         total += len(english if side == "encoder" else french)
-    src_ids = [src_vocab.encode(list(e)) for e, _ in chosen]
-    if side == "encoder":
-        states = source_states(model, src_ids)
-    else:
-        states = output_states(model, src_ids, [tgt_vocab.encode(list(f)) for _, f in chosen])
+    states = states_of(chosen)
     sentence = np.concatenate([np.full(len(s), i, np.int32) for i, s in enumerate(states)])[:max_states]
     position = np.concatenate([np.arange(len(s), dtype=np.int32) for s in states])[:max_states]
     vectors = torch.from_numpy(np.concatenate(states)[:max_states])  # (N, D)

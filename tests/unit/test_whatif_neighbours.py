@@ -101,6 +101,15 @@ def test_the_index_is_bounded_and_says_its_size(checkpoints):
                                max_states=limits.WHATIF_INDEX_STATES + 1)
 
 
+def test_a_wide_model_gets_fewer_states_within_the_memory_bound(checkpoints, monkeypatch):
+    checkpoint = checkpoints[TRANSLATORS[0]]
+    monkeypatch.setattr(limits, "WHATIF_INDEX_MB", 0.05)  # as if its states were 100 times wider
+    index = neighbours.build_index(checkpoint.model, checkpoint.vocabularies, PAIRS, "encoder")
+    width = index.vectors.shape[1]
+    assert len(index) == int(0.05 * 2**20) // (4 * width)
+    assert index.vectors.numel() * 4 <= 0.05 * 2**20
+
+
 def test_hostile_neighbour_questions_get_a_plain_message(checkpoints):
     checkpoint = checkpoints[TRANSLATORS[0]]
     model, vocabularies = checkpoint.model, checkpoint.vocabularies
