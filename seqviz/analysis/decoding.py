@@ -114,9 +114,19 @@ def check_int(name: str, value, low: int, high: int) -> int:
 def target_id(vocabularies, word: str) -> int:
     """The target vocabulary's id of ``word`` (a word or "<eos>"); ValueError if the model cannot write it."""
     vocab = vocabularies["tgt"]
-    if not isinstance(word, str) or word not in vocab or word in NOT_WORDS:
+    if not isinstance(word, str) or word not in forceable_words(vocabularies):
         raise ValueError(f"{str(word)[:40]!r} is not a word this translator can write: pick one of its French words.")
     return vocab.stoi[word]
+
+
+def forceable_words(vocabularies) -> list[str]:
+    """The words :func:`force_word` takes: every French word of the model, and "<eos>" (end the translation there)."""
+    return [w for w in vocabularies["tgt"].itos if w not in NOT_WORDS]
+
+
+def replacement_words(vocabularies) -> list[str]:
+    """The words :func:`change_word` can put in a sentence: every English word of the model."""
+    return [w for w in vocabularies["src"].itos if w not in (*NOT_WORDS, "<eos>")]
 
 
 Choose = Callable[[int, torch.Tensor], int]  # (step, log-probabilities (V,)) -> the word to write
@@ -325,7 +335,7 @@ def change_word(
     one adjective more does not mark every word after it."""
     source = read_source(model, vocabularies, tokens)
     position = check_int("word's position", position, 0, len(source.ids) - 1)
-    if not isinstance(word, str) or word not in vocabularies["src"] or word in (*NOT_WORDS, "<eos>"):
+    if not isinstance(word, str) or word not in replacement_words(vocabularies):
         raise ValueError(f"{str(word)[:40]!r} is not a word this translator knows: pick one of its English words.")
     k = _check_k(vocabularies, k)
     changed = [*source.tokens]

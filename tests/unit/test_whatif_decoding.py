@@ -434,3 +434,13 @@ def test_unknown_source_words_are_read_as_unk_as_on_every_page(models):
     decoded = decoding.next_words(model, vocabularies, SENTENCES[3])
     assert decoded.src_tokens == ["where", "is", "my", "<unk>", "?"]
     assert decoding.read_source(model, vocabularies, SENTENCES[3]).unknown == ["zebra"]
+
+
+def test_the_pickers_offer_exactly_the_words_the_functions_take(models):
+    model, vocabularies = models["tiny-additive"]
+    forceable, replacements = decoding.forceable_words(vocabularies), decoding.replacement_words(vocabularies)
+    assert "<eos>" in forceable and not {"<pad>", "<unk>", "<bos>"} & set(forceable)
+    assert set(forceable) == set(vocabularies["tgt"].itos) - {"<pad>", "<unk>", "<bos>"}
+    assert set(replacements) == set(vocabularies["src"].itos) - {"<pad>", "<unk>", "<bos>", "<eos>"}
+    assert decoding.force_word(model, vocabularies, SENTENCES[1], 0, forceable[-1]).word == forceable[-1]
+    assert decoding.change_word(model, vocabularies, SENTENCES[1], 0, replacements[-1]).word == replacements[-1]
