@@ -8,7 +8,8 @@ A translator (the LSTM encoder-decoders of :mod:`seqviz.models.seq2seq` and the 
 - ``step(y_prev, state)`` -> (logits (B, V), new state, this step's attention details or None);
 
 and, for seqviz.analysis.explain, ``embed_source`` (the source word vectors e_j) and ``teacher_forced`` (the
-logits and the attention weights, from given word vectors and with the weights replaced if asked).
+logits and the attention weights, from given word vectors and with the weights replaced if asked), from which
+this class gives ``target_log_probs``: the explanation interface the email classifiers share.
 A ``mix`` (seqviz.models.attention.Mix) replaces the attention weights for one call (``start(..., mix=mix)``
 and ``teacher_forced``); it is an argument, never kept on the model, and None leaves every number as it was.
 
@@ -82,6 +83,26 @@ class Translator(nn.Module):
         ``mix`` replaces the weights (every step's, every cross-attention's); ``embedded`` (B, T, E) the source
         word vectors (None: ``embed_source(src)``). Both for this call only."""
         raise NotImplementedError
+
+    def target_log_probs(
+        self,
+        src: torch.Tensor,
+        src_lengths: torch.Tensor,
+        targets: torch.Tensor,
+        embedded: torch.Tensor | None = None,
+        mix: Mix | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """log p(y_t | y_<t, x) (B, U) of given outputs ``targets`` (B, U) = y_1 .. y_U (padded with <pad>; the
+        rows past a sentence's end read whatever follows it), teacher-forced on them, and the attention weights α
+        (B, U, T) (None for the bottleneck): the explanation interface (seqviz.analysis.explain), the email
+        classifiers' too (seqviz.models.classifiers.base).
+
+        ``embedded`` (B, T, E) replaces the source word vectors, ``mix`` the attention weights; both for this call
+        only."""
+        bos = torch.full((targets.size(0), 1), BOS_ID, dtype=targets.dtype, device=targets.device)
+        tgt_in = torch.cat([bos, targets[:, :-1]], dim=1)  # (B, U): <bos> y_1 .. y_{U-1}
+        logits, weights = self.teacher_forced(src, src_lengths, tgt_in, mix=mix, embedded=embedded)  # (B, U, V)
+        return logits.log_softmax(dim=-1).gather(-1, targets[..., None])[..., 0], weights  # (B, U), (B, U, T)
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean cross-entropy of y_t given y_<t and the source (teacher forcing), <pad> ignored."""

@@ -1,10 +1,12 @@
 """Is attention an explanation? The numbers behind it (seqviz.analysis.explain), on tiny untrained translators
 and email classifiers.
 
-Kendall's τ against scipy and by hand (ties, constants); gradient saliency against finite differences (double
-precision); leave-one-out against recomputing each ablated sentence through the plain forward pass; the uniform
-and permuted weights (rows add to 1, padding 0) and the mix path itself: the weights reaching a mix are the
-model's own, and the model's own weights passed back through it give the plain path's logits.
+Kendall's τ against scipy and by hand (ties, constants); Captum's gradient saliency against finite differences
+(double precision); Captum's leave-one-out (FeatureAblation) against recomputing each ablated sentence through the
+plain forward pass, in float32 and in float64; the uniform and permuted weights (rows add to 1, padding 0) and
+the mix path itself: the weights reaching a mix are the model's own, and the model's own weights passed back
+through it give the plain path's logits. Integrated gradients, gradient × input and the ranking measures:
+tests/unit/test_explain_attributions.py.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import scipy.stats
 import torch
 
 from seqviz.analysis import explain
+from seqviz.analysis.explain import batches
 from seqviz.data.emails import CHAPTER_EMAILS, Email
 from seqviz.data.translation import CHAPTER_PAIRS
 from seqviz.models import build
@@ -94,14 +97,14 @@ def test_kendall_tau_rows_agrees_with_kendall_tau():
         assert (got is None) == (expected is None)
         if got is not None:
             assert got == pytest.approx(expected, abs=1e-12)
-    assert explain.mean_tau([None, 0.5, None, -0.25]) == pytest.approx(0.125)
-    assert explain.mean_tau([None]) is None
+    assert explain.mean_defined([None, 0.5, None, -0.25]) == pytest.approx(0.125)
+    assert explain.mean_defined([None]) is None
     with pytest.raises(ValueError):
         explain.kendall_tau([1, 2], [1, 2, 3])
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The three measures
+# The measures
 
 
 @pytest.mark.parametrize("name", TRANSLATORS)
@@ -147,21 +150,41 @@ def test_leave_one_out_and_attention_recomputed_by_hand(name):
             ablated[0, j] = UNK_ID
             dropped = whole - log_p(model(ablated, lengths, tgt_in), output).numpy()
             np.testing.assert_allclose(e.leave_one_out[:, j], dropped, atol=1e-5)
-    np.testing.assert_allclose(e.leave_one_out[:, -1], 0.0, atol=1e-6)  # "zebra" already was <unk>
-    assert e.tau_gradient == explain.kendall_tau_rows(e.attention, e.gradient)
-    assert e.tau_leave_one_out == explain.kendall_tau_rows(e.attention, e.leave_one_out)
+    assert np.all(e.leave_one_out[:, -1] == 0.0)  # "zebra" already was <unk>: exactly 0
+    for measure in explain.MEASURES:
+        assert e.agreement[measure].tau == explain.kendall_tau_rows(e.attention, getattr(e, measure))
+
+
+@pytest.mark.parametrize("name", TRANSLATORS)
+def test_leave_one_out_is_taken_in_float64(name):
+    """The float32 model's leave-one-out is its float64 copy's, to float64's rounding: values under 1e-5 keep
+    their order (in float32 they would be rounding)."""
+    model = tiny(name, seed=7)
+    ids = VOCABULARIES["src"].encode(SOURCES[3])
+    output = [5, 9, 4, 7, 6]
+    (e,) = explain.explain_many(model, [ids], [output], unk_id=UNK_ID)
+    double = tiny(name, seed=7, double=True)
+    src, lengths, tgt_in, _ = teacher(ids, output)
+    with torch.inference_mode():
+        whole = log_p(double(src, lengths, tgt_in), output).numpy()
+        for j in range(len(ids)):
+            ablated = src.clone()
+            ablated[0, j] = UNK_ID
+            dropped = whole - log_p(double(ablated, lengths, tgt_in), output).numpy()
+            np.testing.assert_allclose(e.leave_one_out[:, j], dropped, rtol=1e-9, atol=1e-12)
+    assert e.leave_one_out.dtype == np.float64 and e.log_prob.dtype == np.float64
 
 
 def test_batched_measures_agree_with_one_sentence_at_a_time(monkeypatch):
     model = tiny("transformer", seed=3)
     sources = [VOCABULARIES["src"].encode(s) for s in SOURCES]
     outputs = [[5, 6, 7], [4], [], [8, 9, 10, 11, 12], [6, 6], [13]]
-    monkeypatch.setattr(explain, "ROWS_PER_BATCH", 20)  # forces the six into several batches
+    monkeypatch.setattr(batches, "ROWS_PER_BATCH", 20)  # forces the six into several batches
     together = explain.explain_many(model, sources, outputs, unk_id=UNK_ID)
-    assert together[2].attention.shape == (0, len(sources[2])) and together[2].tau_gradient == []
+    assert together[2].attention.shape == (0, len(sources[2])) and together[2].agreement["gradient"].tau == []
     for e, ids, out in zip(together, sources, outputs, strict=True):
         (alone,) = explain.explain_many(model, [ids], [out], unk_id=UNK_ID)
-        for field in ("attention", "gradient", "leave_one_out", "log_prob"):
+        for field in ("attention", *explain.MEASURES, "log_prob", "completeness_gap"):
             np.testing.assert_allclose(getattr(e, field), getattr(alone, field), atol=1e-5)
 
 
@@ -267,8 +290,11 @@ def test_held_out_exact_match_and_taus_on_a_stand_in_task():
                     for i in short]
         assert ablated.exact_match == pytest.approx(np.mean(expected))
     taus = explain.held_out_taus(model, task, limit=None)
-    assert taus.sentences == 3 and taus.words == sum(len(own[i]) for i in short)
-    assert len(taus.gradient) <= taus.words and all(-1 <= t <= 1 for t in taus.gradient + taus.leave_one_out)
+    assert taus.inputs == 3 and taus.outputs == sum(len(own[i]) for i in short)
+    assert set(taus.agreement) == {"gradient", "leave_one_out"}  # Jain & Wallace's two
+    for measure, agreement in taus.agreement.items():
+        assert len(agreement.tau) == len(agreement.top1) == taus.outputs  # one entry per output word
+        assert all(-1 <= t <= 1 for t in taus.defined(measure) + taus.defined(measure, "weighted_tau"))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -341,7 +367,7 @@ def test_classifier_leave_one_out_and_attention_recomputed_by_hand(name):
         assert e.leave_one_out[j] == pytest.approx(float(dropped), abs=1e-5)
     assert e.leave_one_out[-1] == 0.0 and e.tokens[-1] == UNK
     if name == "lstm":
-        assert e.attention is None and e.tau_gradient is None and e.tau_leave_one_out is None
+        assert e.attention is None and e.agreement == {} and e.agrees("leave_one_out") is None
         return
     if name == "attention-lstm":
         expected = model.pooling_trace(tokens, EMAIL_VOCAB).weights  # α
@@ -349,16 +375,18 @@ def test_classifier_leave_one_out_and_attention_recomputed_by_hand(name):
         expected = model.attention_trace(tokens, EMAIL_VOCAB).weights[-1].mean(axis=(0, 1))
     np.testing.assert_allclose(e.attention, expected, atol=1e-6)
     assert e.attention.sum() == pytest.approx(1.0, abs=1e-5)
-    assert e.tau_gradient == explain.kendall_tau(e.attention, e.gradient)
-    assert e.tau_leave_one_out == explain.kendall_tau(e.attention, e.leave_one_out)
+    for measure in explain.MEASURES:
+        assert e.agrees(measure) == pytest.approx(explain.kendall_tau(e.attention, getattr(e, measure)), abs=1e-12)
+        assert e.agrees(measure, "weighted_tau") == explain.weighted_tau(e.attention, getattr(e, measure))
 
 
 def test_classifier_taus_are_none_where_undefined_and_the_bag_of_words_is_refused():
     for name in ("attention-lstm", "transformer"):
         one = explain.explain_classification(tiny_classifier(name), EMAIL_VOCAB, ["it"])  # one word: no pair to rank
-        assert one.attention.tolist() == pytest.approx([1.0]) and one.tau_gradient is one.tau_leave_one_out is None
+        assert one.attention.tolist() == pytest.approx([1.0])
+        assert all(one.agrees(m, s) is None for m in explain.MEASURES for s in explain.STATISTICS)
         unknown = explain.explain_classification(tiny_classifier(name), EMAIL_VOCAB, ["zebra", "yak"])
-        assert unknown.leave_one_out.tolist() == [0.0, 0.0] and unknown.tau_leave_one_out is None  # a constant
+        assert unknown.leave_one_out.tolist() == [0.0, 0.0] and unknown.agrees("leave_one_out") is None  # a constant
     with pytest.raises(ValueError):
         explain.explain_classification(types.SimpleNamespace(labels=TEAMS, training=False), EMAIL_VOCAB, ["it"])
     with pytest.raises(ValueError):
@@ -372,27 +400,39 @@ def test_classifier_taus_are_none_where_undefined_and_the_bag_of_words_is_refuse
 def test_batched_classifier_measures_agree_with_one_email_at_a_time(monkeypatch):
     model = tiny_classifier("transformer", seed=3)
     emails = [EMAIL_VOCAB.encode(e) for e in EMAILS]
-    monkeypatch.setattr(explain, "ROWS_PER_BATCH", 20)  # forces the four into several padded batches
+    monkeypatch.setattr(batches, "ROWS_PER_BATCH", 20)  # forces the four into several padded batches
     together = explain.explain_emails(model, emails, unk_id=UNK_ID)
     for e, ids in zip(together, emails, strict=True):
         (alone,) = explain.explain_emails(model, [ids], unk_id=UNK_ID)
-        for field in ("probs", "attention", "gradient", "leave_one_out"):
+        for field in ("probs", "attention", *explain.MEASURES):
             np.testing.assert_allclose(getattr(e, field), getattr(alone, field), atol=1e-5)
     taus = explain.held_out_classifier_taus(model, email_task(EMAILS), limit=3)
-    assert taus.emails == 3 and len(taus.gradient) <= 3
-    assert all(-1 <= t <= 1 for t in taus.gradient + taus.leave_one_out)
+    assert taus.inputs == taus.outputs == 3 and len(taus.defined("gradient")) <= 3
+    assert all(-1 <= t <= 1 for t in taus.defined("gradient") + taus.defined("leave_one_out"))
 
 
-def test_the_pooling_override_with_the_real_weights_gives_the_plain_probabilities():
-    model = tiny_classifier("attention-lstm", seed=4)
+@pytest.mark.parametrize("name", ["attention-lstm", "transformer"])
+def test_the_mix_path_with_the_real_weights_gives_the_plain_probabilities(name):
+    """A classifier takes a mix as a translator does (seqviz.models.attention.Mix): the model's own weights passed
+    back, or moved by the identity, give the plain probabilities."""
+    model = tiny_classifier(name, seed=4)
     emails = [EMAIL_VOCAB.encode(e) for e in EMAILS]
     ids, lengths = pad_batch(emails)
-    alpha = torch.from_numpy(model.attention_weights(ids, lengths))  # (B, T)
     plain = model.predict_proba(ids, lengths)
-    np.testing.assert_allclose(model.predict_proba(ids, lengths, alpha), plain, atol=1e-6)
-    np.testing.assert_allclose(model.predict_proba(ids, lengths, lambda a, mask: a), plain, atol=1e-6)
-    identity = [np.arange(len(e)) for e in emails]  # the permutation path with π = identity
-    np.testing.assert_allclose(np.exp(explain._pooled_log_probs(model, emails, identity)), plain, atol=1e-6)
+    classes = torch.arange(len(TEAMS)).expand(len(emails), -1)  # (B, C): every class a target
+    identity = explain.index_mix(torch.arange(ids.shape[1]).expand(len(emails), -1))
+    with torch.inference_mode():
+        for mix in (None, lambda weights, mask: weights, identity):
+            log_p, _ = model.target_log_probs(ids, lengths, classes, mix=mix)  # (B, C)
+            np.testing.assert_allclose(log_p.exp().numpy(), plain, atol=1e-6)
+        uniform, weights = model.target_log_probs(ids, lengths, classes, mix=explain.uniform_weights)
+    assert not np.allclose(uniform.exp().numpy(), plain, atol=1e-4)
+    if name == "attention-lstm":  # the pooled weights are the replaced ones
+        np.testing.assert_allclose(weights[:, 0].numpy(), (ids > 0).numpy() / lengths[:, None].numpy(), atol=1e-7)
+        alpha = torch.from_numpy(model.attention_weights(ids, lengths))  # (B, T): the model's own tensor override
+        np.testing.assert_allclose(model.predict_proba(ids, lengths, alpha), plain, atol=1e-6)
+    with pytest.raises(ValueError):
+        tiny_classifier("gru").target_log_probs(ids, lengths, classes, mix=explain.uniform_weights)
 
 
 def test_permutation_test_is_bounded_reproducible_and_per_email():
@@ -403,7 +443,7 @@ def test_permutation_test_is_bounded_reproducible_and_per_email():
     for share in (result.changed_any, result.changed_most, result.uniform_changed):
         assert 0.0 <= share <= 1.0
     assert result.changed_most <= result.changed_any
-    for value in (result.median_difference, result.p90_difference, result.uniform_median_difference):
+    for value in (result.mean_difference, result.p90_difference, result.uniform_mean_difference):
         assert 0.0 <= value <= 1.0
     assert result.per_email_difference.shape == result.per_email_changed.shape == result.max_attention.shape == (3,)
     again = explain.permutation_test(model, task, limit=None, permutations=6, seed=7)
@@ -421,11 +461,13 @@ def test_permutation_test_is_bounded_reproducible_and_per_email():
     top = int(plain.argmax())
     moved = [abs(model.predict_proba([ids], [len(ids)], torch.from_numpy(alpha[o][None]))[0, top] - plain[top])
              for o in orders]
-    assert result.per_email_difference[2] == pytest.approx(float(np.median(moved)), abs=1e-6)
+    assert result.per_email_difference[2] == pytest.approx(float(np.mean(moved)), abs=1e-6)
+    assert result.mean_difference == pytest.approx(float(np.mean(result.per_email_difference)), abs=1e-12)
+    np.testing.assert_allclose(result.max_attention[2], alpha.max(), atol=1e-6)
     uniform = model.predict_proba([ids], [len(ids)], torch.full((1, len(ids)), 1 / len(ids)))[0, top]
     assert result.uniform_difference[2] == pytest.approx(abs(uniform - plain[top]), abs=1e-6)
-    with pytest.raises(ValueError):
-        explain.permutation_test(tiny_classifier("transformer"), task, limit=2)
+    with pytest.raises(ValueError):  # no attention to permute
+        explain.permutation_test(tiny_classifier("gru"), task, limit=2)
 
 
 def test_pronoun_attention_shapes_rows_and_absence():
