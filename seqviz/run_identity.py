@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
-TRAINING_PATH = ("train.py", "driver.py", "runs.py", "tasks.py", "families.py", "checkpoints.py", "runtime.py",
+TRAINING_PATH = ("train.py", "driver.py", "runs.py", "tasks.py", "families.py", "checkpoints", "runtime.py",
                  "models", "data")  # under seqviz/: what a run's weights follow from
 
 
@@ -32,7 +32,7 @@ def code_version() -> str:
     digest = hashlib.sha256()
     for name in TRAINING_PATH:
         path = PACKAGE / name
-        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+        for file in [path] if name.endswith(".py") else sorted(path.rglob("*.py")):  # a file, or a package's files
             digest.update(str(file.relative_to(PACKAGE)).encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()
 

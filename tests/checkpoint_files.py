@@ -134,9 +134,11 @@ def kept_outputs(checkpoint, tokens) -> dict:
     attention weights (an LSTM translator's alignment; a transformer's cross-attention)."""
     import numpy as np
 
+    from seqviz.tracing import trace as trace_of
+
     if not checkpoint.translates:
-        return {"probs": np.asarray(checkpoint.trace("email-classifier", tokens).probs, dtype=float).tolist()}
-    trace = checkpoint.trace("translator", tokens, max_len=KEPT_WORDS)
+        return {"probs": np.asarray(trace_of(checkpoint, "email-classifier", tokens).probs, dtype=float).tolist()}
+    trace = trace_of(checkpoint, "translator", tokens, max_len=KEPT_WORDS)
     weights = trace.alignment if hasattr(trace, "alignment") else trace.cross
     return {"out_tokens": list(trace.out_tokens), "attention": np.asarray(weights, dtype=float).tolist()}
 

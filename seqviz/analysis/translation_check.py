@@ -38,9 +38,10 @@ def translate_all(checkpoint, sentences: Sequence[Sequence[str]]) -> list[list[s
     """Greedy translations of many tokenized sentences by one translator checkpoint, all in one batch.
 
     Each sentence is read with the checkpoint's own vocabularies and decoded to at most
-    ``seqviz.limits.output_limit`` of its length: the same words as ``checkpoint.trace("translator", tokens)``
-    gives one sentence at a time (tests/unit/test_batch_decode.py), with one encoder pass and one decoder step per
-    output word for all of them together."""
+    ``seqviz.limits.output_limit`` of its length: the same words as
+    ``seqviz.tracing.trace(checkpoint, "translator", tokens)`` gives one sentence at a time
+    (tests/unit/test_batch_decode.py), with one encoder pass and one decoder step per output word for all of
+    them together."""
     src, tgt = checkpoint.vocabularies["src"], checkpoint.vocabularies["tgt"]
     outputs = checkpoint.model.translate_many([src.encode(list(tokens)) for tokens in sentences])
     return [list(tgt.decode(ids)) for ids in outputs]

@@ -17,6 +17,7 @@ from seqviz import zoo
 from seqviz.analysis.translation_check import chapter_table, translate_all
 from seqviz.data.translation import CHAPTER_PAIRS, make_translation_splits
 from seqviz.models.seq2seq import Seq2Seq, Seq2SeqConfig, reverse_within
+from seqviz.tracing import trace
 
 TRANSLATORS = ["plain", "additive", "dot", "transformer-translator"]
 
@@ -43,7 +44,7 @@ def test_batch_decode_matches_one_at_a_time_on_shipped_translators(checkpoints, 
     ck = checkpoints[name]
     batch = sentences()
     together = translate_all(ck, batch)
-    alone = [ck.trace("translator", tokens).out_tokens for tokens in batch]
+    alone = [trace(ck, "translator", tokens).out_tokens for tokens in batch]
     assert together == alone
 
 
@@ -81,7 +82,7 @@ def test_chapter_table_rows(checkpoints):
     assert [row["English"] for row in rows] == [english for english, _ in CHAPTER_PAIRS]
     assert [row["reference French"] for row in rows] == [french for _, french in CHAPTER_PAIRS]
     for row, (english, french) in zip(rows, CHAPTER_PAIRS, strict=True):
-        out = checkpoints["dot"].trace("translator", english.split()).out_tokens
+        out = trace(checkpoints["dot"], "translator", english.split()).out_tokens
         assert row["dot"] == ("✓" if out == french.split() else "✗ " + " ".join(out))
 
 

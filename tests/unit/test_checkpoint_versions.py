@@ -59,8 +59,8 @@ def lstm_v2():
 def test_a_field_added_later_reads_an_older_file_with_the_value_that_reproduces_it(monkeypatch, lstm_v2):
     data, kept = lstm_v2
     config_class = type(load_bytes(data).config)
-    monkeypatch.setattr(checkpoints, "FORMAT_VERSION", checkpoints.FORMAT_VERSION + 1)
-    future = checkpoints.FORMAT_VERSION
+    future = checkpoints.FORMAT_VERSION + 1
+    monkeypatch.setattr(checkpoints.document, "FORMAT_VERSION", future)  # the document module writes and reads it
     grow(monkeypatch, config_class, "norm", bool, added_in(future, before=False, default=True))
     grow(monkeypatch, config_class, "cell_dim", int, added_in(future, before=lambda old: old["hidden_dim"], default=1))
 

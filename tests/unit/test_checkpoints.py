@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -19,6 +20,7 @@ from seqviz import checkpoints
 from seqviz.checkpoints import CheckpointError, dumps, fingerprint, load, load_bytes, read_meta, save
 from seqviz.models import build
 from seqviz.text import Vocab
+from seqviz.tracing import trace
 
 WORDS = [["the", "parcel", "never", "arrived", "."], ["my", "invoice", "is", "wrong", "?"]]
 LABELS = ("lost_parcel", "missing_item", "damaged_item", "billing")
@@ -106,7 +108,7 @@ def test_round_trip(family, tmp_path):
         assert not any(p.requires_grad for p in loaded.model.parameters())
     again = load_bytes(dumps(model, meta_for()))  # as a download, then an upload
     np.testing.assert_array_equal(probs(again.model), probs(model))
-    assert loaded.trace("email-classifier", WORDS[0]).probs.shape == (4,)
+    assert trace(loaded, "email-classifier", WORDS[0]).probs.shape == (4,)
 
 
 def test_the_file_is_plain_safetensors_with_the_document_in_its_metadata(lstm_bytes):
@@ -137,7 +139,8 @@ def test_loading_leaves_the_global_random_generator_alone(tmp_path):
 def test_read_meta_needs_no_torch(tmp_path):
     path = save(tmp_path / "m", make("rnn"), meta_for())
     code = (f"import sys; from seqviz.checkpoints import read_meta; m = read_meta({str(path)!r}); "
-            "assert 'torch' not in sys.modules, 'torch was imported'; print(m['family'])")
+            "assert 'torch' not in sys.modules, 'torch was imported'; "
+            "assert 'seqviz.views' not in sys.modules, 'the format imported the views'; print(m['family'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "rnn"
 
@@ -175,9 +178,9 @@ def test_translator_round_trip(family):
     lengths = torch.tensor([src.shape[1]])
     assert loaded.model.translate(src, lengths, 6) == model.translate(src, lengths, 6)
     expected = FRENCH.decode(model.translate(src, lengths, 6)[0])
-    assert loaded.trace("translator", WORDS[0], max_len=6).out_tokens == expected
+    assert trace(loaded, "translator", WORDS[0], max_len=6).out_tokens == expected
     if family != "transformer-seq2seq":
-        assert loaded.trace("gates", WORDS[0]).hidden.shape == (len(WORDS[0]), 6)
+        assert trace(loaded, "gates", WORDS[0]).hidden.shape == (len(WORDS[0]), 6)
         other = "dot" if family != "dot" else "plain"
         relabelled = with_document(data, lambda d: d.update(family=other))  # the config still says its kind
         with pytest.raises(CheckpointError, match="family"):
@@ -240,7 +243,7 @@ def test_a_header_claiming_a_huge_tensor_is_refused_unread(lstm_bytes):
 
 
 def test_an_oversized_file_is_refused(monkeypatch, tmp_path):
-    monkeypatch.setattr(checkpoints, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(checkpoints.file, "MAX_FILE_BYTES", 10)
     with pytest.raises(CheckpointError, match="larger than"):
         load_bytes(b"x" * 11)
     (tmp_path / "big.safetensors").write_bytes(b"x" * 11)
@@ -389,3 +392,45 @@ def test_a_scalar_parameter_keeps_its_shape_in_the_file():
     fresh.weight = torch.nn.Parameter(torch.zeros(3, 2))
     fresh.load_state_dict({name: torch.from_numpy(value) for name, value in back.items()})
     assert fresh.temperature.item() == 2.5
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaledConfig:
+    vocab_size: int = 6
+    labels: tuple[str, ...] = ("a", "b")
+
+
+class Scaled(torch.nn.Module):
+    """A registered family's model with a learned scalar (a 0-d parameter), as an attention temperature is."""
+
+    family = "scaled-test"
+
+    def __init__(self, config: ScaledConfig):
+        super().__init__()
+        self.config = config
+        self.temperature = torch.nn.Parameter(torch.tensor(1.0))
+        self.head = torch.nn.Linear(config.vocab_size, len(config.labels))
+
+
+def test_a_scalar_parameter_round_trips_through_a_checkpoint(monkeypatch):
+    """dumps, the file's tensor table, the meta-device skeleton the table is checked against, and the model
+    loaded back all keep a 0-d parameter's shape ()."""
+    from safetensors.numpy import load as load_arrays
+
+    from seqviz.families import FAMILIES, Family
+
+    here = f"{__name__}:"
+    monkeypatch.setitem(FAMILIES, Scaled.family, Family(
+        name=Scaled.family, label="scaled", colour="#000000", task_kind="classification", trains_on=(),
+        config_path=here + "ScaledConfig", model_path=here + "Scaled"))
+    torch.manual_seed(0)
+    model = Scaled(ScaledConfig()).eval()
+    with torch.no_grad():
+        model.temperature.fill_(2.5)
+    data = dumps(model, {"vocabularies": {"tokens": Vocab.build([["x", "y"]])}})
+    assert split(data)[0]["temperature"]["shape"] == [] and load_arrays(data)["temperature"].shape == ()
+    loaded = load_bytes(data)
+    assert loaded.family == Scaled.family and loaded.model.temperature.shape == ()
+    assert loaded.model.temperature.item() == 2.5
+    assert torch.equal(loaded.model.head.weight, model.head.weight)
+    assert load_bytes(dumps(loaded.model, {"vocabularies": loaded.vocabularies})).model.temperature.item() == 2.5
