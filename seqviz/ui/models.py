@@ -12,7 +12,9 @@ a shipped model.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -151,22 +153,48 @@ def colours(refs: list[ModelRef]) -> dict[str, str]:
     return {ref.label: model_colour(ref.family, place(ref)) for ref in refs}
 
 
-# --- Traces: cached per (fingerprint, sentence) -----------------------------------------------------
-# The checkpoint is passed with a leading underscore: Streamlit does not hash it, the fingerprint names it.
-
-TRACE_CACHE = dict(max_entries=512, show_spinner=False)
+# --- Traces and measurements: cached per model fingerprint ------------------------------------------
 
 
-@st.cache_data(**TRACE_CACHE)
-def _trace(fingerprint: str, trace_kind: str, tokens: tuple[str, ...], _view, _ck):
-    return _view.trace(_ck.model, _ck.vocabularies, list(tokens))
+def cached_by_fingerprint(*, resource: bool = False, **options) -> Callable[[Callable], Callable]:
+    """A decorator: ``f(checkpoint, *args)`` computed once per model and arguments on this server and shared by
+    every visitor; call the result with a ModelRef or a loaded checkpoint in the checkpoint's place.
+
+    The cache (st.cache_data, or st.cache_resource for objects shared as they are) is keyed by the checkpoint's
+    fingerprint (sha256 of its bytes) and the other arguments: Streamlit never hashes the model, and a visitor's
+    model never collides with another's or poses as a shipped one. ``options`` are the cache's (max_entries,
+    show_spinner)."""
+    cache = st.cache_resource if resource else st.cache_data
+
+    def decorate(f: Callable) -> Callable:
+        def keyed(fingerprint: str, args: tuple, _checkpoint):  # (a leading underscore: Streamlit hashes it not)
+            return f(_checkpoint, *args)
+
+        # Streamlit keys a cache by its function's module and qualified name: each decorated function its own.
+        keyed.__module__, keyed.__qualname__, keyed.__name__ = f.__module__, f.__qualname__, f.__name__
+        cached = cache(**options)(keyed)
+
+        @functools.wraps(f)
+        def call(model, *args):
+            loaded = checkpoint(model) if isinstance(model, ModelRef) else model
+            return cached(loaded.fingerprint, args, loaded)
+
+        call.clear = cached.clear
+        return call
+
+    return decorate
+
+
+@cached_by_fingerprint(max_entries=512, show_spinner=False)
+def _trace(ck, trace_kind: str, tokens: tuple[str, ...]):
+    view = next(v for v in views.VIEWS.values() if v.trace_kind == trace_kind)  # the views of a kind trace alike
+    return view.trace(ck.model, ck.vocabularies, list(tokens))
 
 
 def trace(ref: ModelRef, view: str, tokens):
     """The model's trace of the tokens for ``view`` (seqviz.views), computed once per model, sentence and kind of
     trace, and shared by every visitor (keyed by the checkpoint's fingerprint)."""
-    found = views.get(view)
-    return _trace(ref.fingerprint, found.trace_kind, tuple(tokens), found, checkpoint(ref))
+    return _trace(ref, views.get(view).trace_kind, tuple(tokens))
 
 
 def traces(refs: list[ModelRef], view: str, tokens) -> dict[str, object]:
@@ -187,8 +215,8 @@ def chapter_table(refs: list[ModelRef]) -> list[dict]:
                           [(ref.label, checkpoint(ref)) for ref in refs])
 
 
-@st.cache_resource(max_entries=16, show_spinner="Building the untrained twin of a model…")
-def _untrained(fingerprint: str, _ck):
+@cached_by_fingerprint(resource=True, max_entries=16, show_spinner="Building the untrained twin of a model…")
+def _untrained(_ck):
     """The model as it was before training: same family, config and seed, fresh weights."""
     import torch
 
@@ -200,16 +228,16 @@ def _untrained(fingerprint: str, _ck):
     return model.eval().requires_grad_(False)
 
 
-@st.cache_data(max_entries=96, show_spinner="Measuring ‖∂h_T/∂h_k‖ on random sequences…")
-def _jacobian(fingerprint: str, trained: bool, length: int, scale: float, _ck):
+@cached_by_fingerprint(max_entries=96, show_spinner="Measuring ‖∂h_T/∂h_k‖ on random sequences…")
+def _jacobian(ck, trained: bool, length: int, scale: float):
     from seqviz.analysis.gradients import jacobian_curve
 
-    model = _ck.model if trained else _untrained(fingerprint, _ck)
+    model = ck.model if trained else _untrained(ck)
     return jacobian_curve(model, length=length, samples=3, scale=scale)
 
 
 def jacobian(ref: ModelRef, trained: bool, length: int, scale: float = 1.0):
-    return _jacobian(ref.fingerprint, trained, int(length), float(scale), checkpoint(ref))
+    return _jacobian(ref, trained, int(length), float(scale))
 
 
 def unknown_notes(refs: list[ModelRef], tokens) -> None:
@@ -252,21 +280,23 @@ def _task(task: str, vocabulary_key: str, _vocabularies):
     return make_task(task, vocabularies=_vocabularies)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _measure(fingerprint: str, _ck) -> dict:
-    words = "\n".join(f"{name}:{' '.join(vocab.itos)}" for name, vocab in sorted(_ck.vocabularies.items()))
-    task = _task(_ck.task, hashlib.sha256(words.encode()).hexdigest(), _ck.vocabularies)
-    return task.evaluate(_ck.model)
+def _task_of(ck):
+    """The task the model was trained on, with the model's own vocabularies."""
+    words = "\n".join(f"{name}:{' '.join(vocab.itos)}" for name, vocab in sorted(ck.vocabularies.items()))
+    return _task(ck.task, hashlib.sha256(words.encode()).hexdigest(), ck.vocabularies)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _held_out_study(fingerprint: str, view: str, _ck) -> dict:
-    words = "\n".join(f"{name}:{' '.join(vocab.itos)}" for name, vocab in sorted(_ck.vocabularies.items()))
+@cached_by_fingerprint(max_entries=64, show_spinner=False)
+def _measure(ck) -> dict:
+    return _task_of(ck).evaluate(ck.model)
+
+
+@cached_by_fingerprint(max_entries=64, show_spinner=False)
+def _held_out_study(ck, view: str) -> dict:
     from seqviz.runtime import give_memory_back
 
-    task = _task(_ck.task, hashlib.sha256(words.encode()).hexdigest(), _ck.vocabularies)
     try:
-        return views.get(view).held_out(_ck.model, task)
+        return views.get(view).held_out(ck.model, _task_of(ck))
     finally:
         give_memory_back()  # the batched passes' freed memory, back to the OS
 
@@ -275,7 +305,7 @@ def held_out_study(ref: ModelRef, view: str) -> dict:
     """What the view ``view`` measures of the model on held-out data (its ``held_out``): once per model and server,
     keyed by fingerprint, bounded by seqviz.limits, with a spinner while it runs."""
     with st.spinner(f"Measuring {ref.label} on held-out data (once, then kept)…"):
-        return _held_out_study(ref.fingerprint, view, checkpoint(ref))
+        return _held_out_study(ref, view)
 
 
 def held_out(ref: ModelRef) -> dict:
@@ -287,7 +317,7 @@ def held_out(ref: ModelRef) -> dict:
     if ref.shipped:
         return _shipped()[0][ref.name].meta.get("metrics") or {}
     with st.spinner(f"Measuring {ref.label} on the held-out data (once, then kept)…"):
-        return _measure(ref.fingerprint, checkpoint(ref))
+        return _measure(ref)
 
 
 def measured(refs: list[ModelRef]) -> dict[str, dict]:

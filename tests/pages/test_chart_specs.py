@@ -95,13 +95,13 @@ def test_a_templates_picture_holds_its_table():
     """The PNG and SVG downloads render the template with its table inline (the browser gets the table apart)."""
     import numpy as np
 
-    from seqviz import ui
+    from seqviz.ui import figures
 
     data = alignment_data(["where", "is", "it"], ["où", "est"], np.full((2, 3), 1 / 3))
-    svg = ui._lazy_image(alignment_chart(title="mine"), data, "svg")().decode()
+    svg = figures._lazy_image(alignment_chart(title="mine"), data, "svg")().decode()
     assert svg.lstrip().startswith("<svg")
     assert "01 where" in svg and "02 est" in svg and "0.33" in svg
-    assert ui._lazy_image(alignment_chart(), data, "png")().startswith(b"\x89PNG")
+    assert figures._lazy_image(alignment_chart(), data, "png")().startswith(b"\x89PNG")
 
 
 def _named_data(node) -> set[str]:
