@@ -31,13 +31,10 @@ import os
 import platform
 import resource
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-REPORT = ROOT / "benchmarks" / "report.md"
-REPORT_JSON = ROOT / "benchmarks" / "report.json"
+from benchmarks.report import REPORT, REPORT_JSON, ROOT, previous, progress, table
+
 BROWSER = ("typing", "widgets", "cpu", "growth", "cold")  # benchmarks/browser.py
 SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER, "explain", "store", "translators")
 OPTIONAL: tuple[str, ...] = ()  # sections measured only when named in --sections (none now)
@@ -90,14 +87,6 @@ def training_throughput(steps: int) -> list[dict]:
     return rows
 
 
-def _table(rows: list[dict]) -> str:
-    keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        lines.append("| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row.values()) + " |")
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="warm reruns per page")
@@ -142,12 +131,12 @@ def main() -> None:
             "cold: the page's first run in this process (the first page to need torch pays for loading it; "
             "models and traces cached by earlier pages stay cached, as on a server shared by many visitors); "
             "warm: a rerun with caches filled; peak RSS: the process's peak memory so far.",
-            _table(pages),
+            table(pages),
         ]
     if "throughput" in sections and args.train_steps:
         throughput = training_throughput(args.train_steps)
         figures["throughput"] = throughput
-        report += ["## Training throughput (one thread, the zoo's batch sizes)", _table(throughput)]
+        report += ["## Training throughput (one thread, the zoo's batch sizes)", table(throughput)]
     if "presets" in sections or "app" in sections:
         from benchmarks import training
 
@@ -156,7 +145,7 @@ def main() -> None:
             if args.quick:  # the classifier alone: the memory pair takes half a minute (the full run has it)
                 names = (training.CLASSIFIER,)
             figures["presets"] = training.presets(names)
-            _progress(training.markdown({"presets": figures["presets"]}))
+            progress(training.markdown({"presets": figures["presets"]}))
         if "app" in sections:
             figures["app_vs_cli"] = training.app_vs_cli(args.app_steps)
         report.append(training.markdown(figures))
@@ -165,12 +154,9 @@ def main() -> None:
         from benchmarks import browser
 
         plan = browser.Plan.quick_plan() if args.quick else browser.Plan()
-        try:
-            previous = json.loads(REPORT_JSON.read_text(encoding="utf-8")).get("browser")
-        except (OSError, ValueError):
-            previous = None
+        last = previous("browser")
         figures["browser"] = browser.measure(plan, parts)
-        report.append(browser.markdown(figures["browser"], previous))
+        report.append(browser.markdown(figures["browser"], last))
     if "explain" in sections:
         from benchmarks import explain
 
@@ -186,7 +172,7 @@ def main() -> None:
 
         figures["translators"] = translators.run(quick=args.quick)
         report.append(translators.markdown(figures["translators"]))
-    classroom = _previous("classroom")  # measured apart (python -m benchmarks.classroom: minutes a class): kept
+    classroom = previous("classroom")  # measured apart (python -m benchmarks.classroom: minutes a class): kept
     if classroom:
         from benchmarks import classroom_figures
 
@@ -198,18 +184,6 @@ def main() -> None:
     REPORT.write_text("\n\n".join(report) + "\n", encoding="utf-8")
     REPORT_JSON.write_text(json.dumps(figures, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(REPORT.read_text(encoding="utf-8"))
-
-
-def _previous(key: str):
-    """The last report.json's ``key`` (None when there is none)."""
-    try:
-        return json.loads(REPORT_JSON.read_text(encoding="utf-8")).get(key)
-    except (OSError, ValueError):
-        return None
-
-
-def _progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

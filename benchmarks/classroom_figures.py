@@ -9,9 +9,8 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-REPORT = ROOT / "benchmarks" / "report.md"
-REPORT_JSON = ROOT / "benchmarks" / "report.json"
+from benchmarks.report import REPORT, REPORT_JSON
+
 HEADING = "## A class presses Start at once (benchmarks/classroom.py)"
 
 

@@ -13,17 +13,18 @@ def typing_while_training(per_page: int = 12, runs: int = 2, page: str = "attent
     all would train one run, not ``runs``."""
     import re
 
-    from benchmarks import browser
+    from benchmarks.browser import typing
+    from benchmarks.browser_tab import Sentences, Tab, running_server
     from seqviz import browser as harness
 
     os.environ["SEQVIZ_TRAIN_WORKERS"] = str(runs)  # the server started below reads it
-    sentences = browser.Sentences()
+    sentences = Sentences()
     step = re.compile(r"Step \d+ of \d+")
-    with browser.running_server("benchmark-classroom-streamlit.log") as server, harness.chromium() as chrome:
-        quiet = browser.typing(chrome, server, sentences, per_page, pages=[page])["pages"][f"/{page}"]
+    with running_server("benchmark-classroom-streamlit.log") as server, harness.chromium() as chrome:
+        quiet = typing(chrome, server, sentences, per_page, pages=[page])["pages"][f"/{page}"]
         trainers = []
         for n in range(runs):
-            tab = browser.Tab(chrome, server)
+            tab = Tab(chrome, server)
             tab.page.goto(f"{server.url}/train")
             main = tab.page.get_by_test_id("stMain")
             start = main.get_by_role("button", name="Start training", exact=True)
@@ -37,7 +38,7 @@ def typing_while_training(per_page: int = 12, runs: int = 2, page: str = "attent
             trainers.append(tab)
         for tab in trainers:  # all past their first step before typing begins
             tab.page.get_by_test_id("stMain").get_by_text(step).first.wait_for(timeout=180_000)
-        busy = browser.typing(chrome, server, sentences, per_page, pages=[page])["pages"][f"/{page}"]
+        busy = typing(chrome, server, sentences, per_page, pages=[page])["pages"][f"/{page}"]
         still = [bool(tab.page.get_by_test_id("stMain").get_by_text(step).count()) for tab in trainers]
         for tab in trainers:
             tab.close()

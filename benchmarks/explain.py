@@ -11,6 +11,8 @@ from __future__ import annotations
 import statistics
 import time
 
+from benchmarks.report import table
+
 SENTENCES = (
     "The parcel arrived, but never the charger that was supposed to be in it.",
     "where is my order ?",
@@ -62,8 +64,6 @@ def measure(quick: bool = False) -> dict:
 
 
 def markdown(figures: dict) -> str:
-    from benchmarks.__main__ import _table
-
     rows = figures["per_sentence"]
     extra = statistics.median(r["three measures ms"] - r["attention trace ms"] for r in rows)
     return "\n\n".join([
@@ -71,9 +71,9 @@ def markdown(figures: dict) -> str:
         "Per typed sentence, each default translator's trace as /attention computes it, and the three measures "
         f"(/explain's work, a gradient pass and a leave-one-out pass): the measures add a median {extra:.0f} "
         "ms per model. Goal: " + figures["goal"] + "; the typing section has both pages' figures.",
-        _table(rows),
+        table(rows),
         "Held-out studies, once per model and server (seqviz.limits.EXPLAIN_HELD_OUT_SENTENCES, "
         "EXPLAIN_HELD_OUT_EMAILS, EXPLAIN_PERMUTATIONS), the task's data already built (the first study of a task "
         "on a server builds it too, a few seconds): a visitor's model pays the same, once, with a spinner.",
-        _table(figures["held_out"]),
+        table(figures["held_out"]),
     ])

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.report import table
+
 ROOT = Path(__file__).resolve().parents[1]
 CLASS = 30
 
@@ -240,18 +242,16 @@ def measure(quick: bool = False) -> dict:
 
 
 def markdown(figures: dict) -> str:
-    from benchmarks.__main__ import _table
-
     kill = figures["worker_kill"]
     restart = figures["restart"]
     return "\n\n".join([
         "## The lab store: what keeping a class's work costs",
         "A checkpoint of each preset's size written to the store (checked whole first, as an upload is) and read "
         "back (read and checked again, as every page does), median of several:",
-        _table(figures["checkpoints"]),
+        table(figures["checkpoints"]),
         f"The database after a class of {CLASS} labs, each keeping the quick translator's model and its run (a "
         "curve of every step, 40 snapshots):",
-        _table(figures["class"]),
+        table(figures["class"]),
         f"A reload in Chromium until the page is painted with *Your models (1)* again (the model uploaded before): "
         f"median {figures['reload']['median s']:.2f} s, at most {figures['reload']['max s']:.2f} s over "
         f"{figures['reload']['reloads']} reloads (/order, its charts included).",

@@ -22,10 +22,10 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchmarks.report import LoadSampler, goal_line
 
 ROOT = Path(__file__).resolve().parents[1]
 OWNER = "benchmark"
@@ -41,38 +41,6 @@ GOALS = {  # the issue's goals ("Train in the browser", Speed)
     GRU: "accuracy at distance 20 >= 95% within 30 s, the plain RNN far below on the same budget",
     "app_vs_cli": "the app trains at >= 0.8 of the command line's steps per second",
 }
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The machine's load while we measure
-
-
-@dataclass
-class LoadSampler:
-    """Samples the 1-minute load average every ``every_s`` seconds in a daemon thread (``with`` block)."""
-
-    every_s: float = 2.0
-    samples: list[float] = field(default_factory=list)
-
-    def __enter__(self) -> LoadSampler:
-        self._stop = threading.Event()
-        self.samples.append(os.getloadavg()[0])
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self.samples.append(os.getloadavg()[0])
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.samples.append(os.getloadavg()[0])
-
-    def summary(self) -> dict:
-        s = self.samples
-        return {"load_min": min(s), "load_mean": sum(s) / len(s), "load_max": max(s)}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -289,7 +257,7 @@ def train_app(steps: int, log_path: Path, timeout_s: float = 400.0) -> dict:
 
     with browser.streamlit_server(log_path) as server, tempfile.TemporaryDirectory() as tmp, \
             browser.chromium() as chromium:
-        page = browser.new_page(browser.new_context(chromium, accept_downloads=True))
+        _, page = browser.new_visitor(chromium, accept_downloads=True)
         page.goto(f"{server.url}/train")
         browser.wait_painted(page)
         main = page.get_by_test_id("stMain")
@@ -298,10 +266,7 @@ def train_app(steps: int, log_path: Path, timeout_s: float = 400.0) -> dict:
             main.get_by_role("combobox", name="Preset").click()
             page.get_by_role("option", name=APP_SPEC["preset"], exact=True).click()
             browser.wait_painted(page)
-        box = main.get_by_role("spinbutton", name="Steps", exact=True)
-        box.fill(str(steps))
-        box.press("Enter")
-        browser.wait_painted(page)
+        box = browser.set_number(page, "Steps", steps)
         if box.input_value() != str(steps):
             raise RuntimeError(f"the Steps box reads {box.input_value()}, not {steps}")
         with LoadSampler() as load:
@@ -355,12 +320,6 @@ def app_vs_cli(steps: int = APP_SPEC["steps"]) -> dict:
 # The report
 
 
-def _fmt(value, digits: int = 1) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
 SHORT_OUT = {"accuracy_at_1", "accuracy_at_10", "accuracy_at_40", "twins_same_prediction"}  # kept in the json
 
 
@@ -395,8 +354,7 @@ def markdown(figures: dict) -> str:
                          "measured at the end of the app's run; here the same spec trained again outside the app "
                          f"with twins measured every 25 steps, the measuring left out of the clock): {points}.")
         parts.append("Goals (issue \"Train in the browser\", Speed):")
-        parts.append("\n".join(f"- {'met' if g['met'] else 'MISSED'}: {g['goal']}. {g['measured']}."
-                               for g in presets_["goals"]))
+        parts.append("\n".join(goal_line(g) for g in presets_["goals"]))
     versus = figures.get("app_vs_cli")
     if versus and "error" in versus:
         parts.append(f"### App against command line\n\nNot measured: {versus['error']}")
@@ -416,6 +374,5 @@ def markdown(figures: dict) -> str:
         parts.append("\n".join(rows))
         parts.append(f"The app's box: \"{versus['app']['success_box']}\". Command line: "
                      f"`{versus['cli'][0]['command']}`.")
-        g = versus["goal"]
-        parts.append(f"- {'met' if g['met'] else 'MISSED'}: {g['goal']}. {g['measured']}.")
+        parts.append(goal_line(versus["goal"]))
     return "\n\n".join(parts)

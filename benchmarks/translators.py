@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from benchmarks.report import LoadSampler
 from seqviz.models.common import PAD_ID
 from seqviz.models.translator import Translator
 
@@ -203,7 +204,6 @@ def _le30_exact(task, model, pairs) -> float:
 
 def learning_curve(contender: Contender, task, budget_s: float | None = None) -> dict:
     """Train one contender until it first measures >= TARGET or spends its budget; its curve and figures."""
-    from benchmarks.training import LoadSampler
     from seqviz.models import num_parameters
     from seqviz.train import train
 

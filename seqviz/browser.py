@@ -1,9 +1,10 @@
 """The one browser harness: Chromium launched as every browser check launches it, and what "painted" means.
 
-Used by the browser tests (tests/browser), the load tests (tests/load), the smoke check (seqviz/smoke.py) and the
-benchmark (benchmarks/browser.py). It drives Debian's Chromium (``/usr/bin/chromium``, or ``SEQVIZ_CHROMIUM``;
-never a downloaded browser) through Playwright, which is a development requirement (requirements-dev.txt): it is
-imported only inside the functions that need it, so this module imports with the app's requirements alone.
+Used by the browser tests (tests/browser, their moves in tests/browsing.py), the load tests (tests/load), the smoke
+check (seqviz/smoke.py) and the benchmarks (benchmarks/browser_tab.py, benchmarks/training.py, benchmarks/board.py).
+It drives Debian's Chromium (``/usr/bin/chromium``, or ``SEQVIZ_CHROMIUM``; never a downloaded browser) through
+Playwright, which is a development requirement (requirements-dev.txt): it is imported only inside the functions that
+need it, so this module imports with the app's requirements alone.
 
 **Painted.** A view is painted when, all at once:
 
@@ -19,8 +20,9 @@ imported only inside the functions that need it, so this module imports with the
 The recorder (:data:`RECORDER_JS`) watches for those changes from before Streamlit's own scripts run in every
 context made by :func:`new_context`, and is installed late where a page lacks it. It also records, on the
 page's clock, what the benchmark measures: every websocket message, the script-state changes, long tasks, and
-the key or pointer press that starts an armed action. The predicate itself is ``window.__bx.look``, defined
-once below; :func:`look` reads it and :func:`wait_painted` waits for it.
+the key or pointer press that starts an armed action (:func:`arm`, :func:`recorded`). The predicate itself is
+``window.__bx.look``, defined once below; :func:`look` reads it and :func:`wait_painted` waits for it. The moves
+every visitor makes (the Sentence box, the sidebar's links, a number box) are here too, found one way for all.
 """
 
 from __future__ import annotations
@@ -179,6 +181,35 @@ def new_page(context, timeout_ms: float = PAGE_TIMEOUT_MS):
     return page
 
 
+def new_visitor(browser, *, timeout_ms: float = PAGE_TIMEOUT_MS, **options):
+    """A visitor of their own with one tab: (context, page), as :func:`new_context` and :func:`new_page` make them."""
+    context = new_context(browser, **options)
+    return context, new_page(context, timeout_ms)
+
+
+# --- A visitor's moves --------------------------------------------------------------------------------------
+
+
+def sentence_box(page):
+    """The Sentence box, in the sidebar of every page."""
+    return page.get_by_role("textbox", name="Sentence", exact=True)
+
+
+def sidebar_link(page, title: str):
+    """The sidebar's link to the page titled ``title``: it keeps the session (a reload or page.goto opens a new one,
+    which forgets the visitor's models)."""
+    return page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True)
+
+
+def set_number(page, label: str, value: int, *, timeout_ms: float = 90_000):
+    """Type ``value`` into the main column's number box ``label``, press Enter and wait until painted; the box."""
+    box = page.get_by_test_id("stMain").get_by_role("spinbutton", name=label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    wait_painted(page, timeout_ms=timeout_ms)
+    return box
+
+
 # --- Painted ------------------------------------------------------------------------------------------------
 
 
@@ -213,6 +244,20 @@ def wait_painted(page, *, timeout_ms: float = 90_000, quiet_ms: float = QUIET_MS
     except PlaywrightTimeout:
         raise NotPainted(why_not(look(page, quiet_ms=quiet_ms, since=since, needs=needs))) from None
     return page.evaluate(_LOOK, arg)
+
+
+def arm(page) -> None:
+    """Arm the recorder: the page's next key or pointer press is an action's start, ``t0`` (long tasks from then)."""
+    page.evaluate("() => window.__bx.arm()")
+
+
+def recorded(page) -> dict:
+    """What the recorder holds, on the page's clock (ms): ``t0`` (the armed press), ``frames`` ([time, bytes] per
+    websocket message of the current socket), ``states`` ([time, script state]), ``lastChange``, ``lastPaint``,
+    ``longTasks`` ([start, duration]), and ``now``."""
+    return page.evaluate("() => { const r = window.__bx; return {t0: r.t0, frames: r.frames, states: r.states,"
+                         " lastChange: r.lastChange, lastPaint: r.lastPaint, longTasks: r.longTasks,"
+                         " now: performance.now()}; }")
 
 
 # --- A server to drive ---------------------------------------------------------------------------------------

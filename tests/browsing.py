@@ -58,8 +58,7 @@ def browser_resolving(playwright, host: str):
 
 def new_visitor(browser, **options):
     """A visitor of their own (a new browser context: its own cookies and session): (context, page)."""
-    context = harness.new_context(browser, **options)
-    return context, harness.new_page(context)
+    return harness.new_visitor(browser, **options)
 
 
 def wait_for_app(pg) -> None:
@@ -98,15 +97,12 @@ def full_page_screenshot(pg, name: str) -> Path:
 
 def set_number(page, label: str, value: int) -> None:
     """Type a number into the main column's number box ``label`` and wait until the page has taken it."""
-    box = page.get_by_test_id("stMain").get_by_role("spinbutton", name=label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    wait_for_app(page)
+    box = harness.set_number(page, label, value, timeout_ms=120_000)
     expect(box).to_have_value(str(value))
 
 
 def type_sentence(pg, text: str) -> None:
-    box = pg.get_by_role("textbox", name="Sentence", exact=True)
+    box = harness.sentence_box(pg)
     box.fill(text)
     box.press("Enter")
     wait_for_app(pg)
@@ -117,7 +113,7 @@ def type_sentence(pg, text: str) -> None:
 
 def go_to(page, title: str, url_path: str) -> None:
     """Follow the sidebar's link (same session: a reload or page.goto would forget the visitor's models)."""
-    page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).click()
+    harness.sidebar_link(page, title).click()
     page.wait_for_url(f"**/{url_path}**")
     wait_for_app(page)
 
