@@ -9,7 +9,7 @@
 #     tables in the schema seqviz (its search_path), and nothing else: no superuser, no new databases or roles,
 #     no other database (PUBLIC's CONNECT is revoked from all of them), no public schema. CREATE in its schema
 #     is the least it needs: the app makes and migrates its own tables (Alembic) at first use, so it owns them.
-# Later starts find the cluster and start postgres: the passwords are read on the first start only (README,
+# Later starts find the cluster and start postgres: the passwords are read on the first start only (docs/hosting.md,
 # "A lecture hall": to change one, ALTER ROLE).
 set -eu
 
@@ -27,7 +27,7 @@ fail() {
 
 password() {  # password NAME VALUE: at least 16 characters that need no escaping in a URL
     case "$2" in
-        '') fail "$1 is not set: make hosting/.env (README, \"A lecture hall\")" ;;
+        '') fail "$1 is not set: make hosting/.env (docs/hosting.md, \"A lecture hall\")" ;;
         *[!A-Za-z0-9._~-]*) fail "$1 may hold only letters, digits and . _ ~ - (it goes into a URL): openssl rand -hex 32" ;;
     esac
     [ "${#2}" -ge 16 ] || fail "$1 is shorter than 16 characters: openssl rand -hex 32"

@@ -1,6 +1,6 @@
 # PostgreSQL 15 from Debian's archive: the lab store of hosting/compose.yaml (every lab, its models and runs).
 # The cluster is made on the volume at the first start (hosting/postgres-entrypoint.sh): SCRAM passwords only,
-# the database seqviz and the app's role seqviz_app. Passwords: hosting/.env (README, "A lecture hall").
+# the database seqviz and the app's role seqviz_app. Passwords: hosting/.env (docs/hosting.md, "A lecture hall").
 ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
 # postgresql-common first, told to make no cluster of its own when postgresql-15 installs
