@@ -37,7 +37,8 @@ def draw(figure: charts.Figure, name: str) -> None:
     """
     template = _template(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args),
                          dict(figure.kwargs), figure.make)
-    spec = {**_spec_of(template), "usermeta": {"seqviz": {"figure": figure.name}}}
+    spec = _spec_of(template)
+    spec = {**spec, "usermeta": {**spec.get("usermeta", {}), "seqviz": {"figure": figure.name}}}  # (keeps embedOptions)
     table = figure.table if draws_table(spec) else None
     if table is not None:
         # Keep the chart's own fixed tables (a reference point, say) beside the sentence's.

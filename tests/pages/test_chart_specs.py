@@ -36,6 +36,16 @@ def test_every_chart_on_the_page_is_valid_vega_lite(open_page, page):
         validate_jsonschema(spec, load_schema())
 
 
+def test_a_chart_carries_its_figure_name_and_keeps_its_own_render_options(open_page):
+    """The figure's name joins the chart's usermeta beside what the template put there: a heatmap of many words
+    stays on a canvas (seqviz.charts.base), which the browser tests find it by."""
+    at = open_page("app_pages/attention.py", s=SENTENCE)
+    specs = {json.loads(chart.proto.spec)["usermeta"]["seqviz"]["figure"]: json.loads(chart.proto.spec)
+             for chart in _charts(at._tree)}
+    assert specs["alignment"]["usermeta"]["embedOptions"] == {"renderer": "canvas"}
+    assert "embedOptions" not in specs["attention-weights"]["usermeta"]
+
+
 def test_the_check_catches_a_broken_spec(open_page):
     at = open_page("app_pages/rnn_memory.py")
     spec = json.loads(_charts(at._tree)[0].proto.spec)
