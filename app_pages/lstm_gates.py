@@ -2,8 +2,10 @@
 
 import streamlit as st
 
-from seqviz import ui
+from seqviz import ui, views
 from seqviz.analysis import gates
+from seqviz.charts.base import position_labels
+from seqviz.limits import UNITS_LIKE_THIS_SENTENCES, UNITS_LIKE_THIS_THRESHOLD
 from seqviz.ui import models
 
 st.title("LSTM: a memory with gates")
@@ -71,5 +73,42 @@ one_unit(trace)
 st.subheader("3. How much each word keeps")
 ui.show("gates", {"keeping": trace}, "lstm-forget", figure="mean-forget")
 st.markdown(ui.escape_markdown(gates.forget_summary(trace)))
+
+LIKE = "units-like-this"
+
+
+@ui.part(LIKE)
+def units_like_this(trace) -> None:
+    st.subheader("4. Units like this")
+    st.markdown(
+        "Pick a phrase of the sentence and a threshold: the units whose **cell state** c stays above the threshold "
+        "at every word of the phrase are drawn below, then looked for in sentences the model never trained on "
+        "(LSTMVis's pattern search). The cell state, not the memory h: c is where an LSTM keeps something across "
+        "words (it changes by addition, and holds while the forget gate stays near 1), while h = o ⊙ tanh(c) is "
+        "what the output gate lets out at each word, and can drop for a word while the cell still holds.")
+    words = position_labels(trace.tokens)
+    row = st.columns(2)
+    start = row[0].select_slider("Phrase from word", options=list(range(len(words))), value=min(7, len(words) - 1),
+                                 format_func=words.__getitem__, key="from", bind="query-params",
+                                 on_change=ui.rerun_part(LIKE))
+    end = row[1].select_slider("to word", options=list(range(len(words))), value=min(9, len(words) - 1),
+                               format_func=words.__getitem__, key="to", bind="query-params",
+                               on_change=ui.rerun_part(LIKE))
+    threshold = st.slider("Threshold ℓ on the cell state c", *UNITS_LIKE_THIS_THRESHOLD, value=1.0, step=0.1,
+                          key="above", bind="query-params", on_change=ui.rerun_part(LIKE))
+    chosen = {"start": start, "end": end, "threshold": threshold}
+    view = views.get(LIKE)
+    st.markdown(ui.escape_markdown(view.summary(trace, **chosen)))
+    ui.show(LIKE, {ref.label: trace}, "lstm-units-like-this", **chosen)
+    if view.units(trace, start, end, threshold) and st.toggle(
+            f"Search {UNITS_LIKE_THIS_SENTENCES} held-out sentences for these units", key="search",
+            bind="query-params", on_change=ui.rerun_part(LIKE)):
+        found = view.search(models.held_out_study(ref, LIKE), trace, **chosen)
+        st.markdown(ui.escape_markdown(found.summary))
+        if len(found.table):
+            ui.table(found.table, "{:.2f}", text_columns=("held-out sentence, the span in ⟦ ⟧", "span"))
+
+
+units_like_this(trace)
 
 ui.share_box("lstm-gates")

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from seqviz import charts, story, ui
+from seqviz import charts, story, ui, views
 from seqviz.analysis.timing import ATTENTION_LABEL, LSTM_LABEL
+from seqviz.charts.base import position_labels
 from seqviz.ui import models
 
 CHAPTER_CODE = '''import torch
@@ -49,7 +50,42 @@ if tokens and encoder:
     st.caption("Rows: the word attending; columns: the word it looks at; each row adds to 1. Different heads "
                "learn to look for different things, all in one step.")
 
-st.subheader("3. Cross-attention of a trained transformer translator")
+NEURONS = "neurons"
+
+
+@ui.part(NEURONS)
+def inside_one_head(ref, tokens) -> None:
+    st.subheader("3. Inside one head: where the weights come from")
+    st.markdown(
+        "Each row above is the chapter's three steps, run by one head for one word. The word asking turns its "
+        "vector into a **query** q; every word turns its own into a **key** k (both learned projections, d_k "
+        "numbers per head). (1) **Score**: multiply q and each k number by number and add the products up, "
+        "q · k; divide by √d_k so the scores do not grow with the number of dimensions. (2) **Softmax**: turn "
+        "the scores into weights that add to 1. (3) **Mix**: the head's output for the word is the weighted "
+        "average of every word's value vector. Pick a layer, a head and the word asking (BertViz's neuron view):")
+    trace = models.trace(ref, NEURONS, tokens)
+    layers, heads, _, _ = trace.shape
+    words = position_labels(trace.tokens)
+    row = st.columns(2)
+    layer = row[0].radio("Layer", list(range(layers)), format_func=lambda n: f"layer {n + 1}", horizontal=True,
+                         key="nlayer", bind="query-params", on_change=ui.rerun_part(NEURONS))
+    head = row[1].radio("Head", list(range(heads)), format_func=lambda n: f"head {n + 1}", horizontal=True,
+                        key="nhead", bind="query-params", on_change=ui.rerun_part(NEURONS))
+    query = st.select_slider("Word asking (the query)", options=list(range(len(words))),
+                             value=min(7, len(words) - 1), format_func=words.__getitem__, key="nword",
+                             bind="query-params", on_change=ui.rerun_part(NEURONS))
+    chosen = {"layer": layer, "head": head, "query": min(query, len(words) - 1)}
+    ui.show(NEURONS, {ref.label: trace}, "transformer-neuron-vectors", figure="neuron-vectors", **chosen)
+    st.caption("Red: positive numbers, blue: negative. Where q and k_j have the same sign the product is positive "
+               "and raises q · k_j; opposite signs lower it.")
+    ui.show(NEURONS, {ref.label: trace}, "transformer-neuron-scores", figure="neuron-scores", **chosen)
+    st.markdown(ui.escape_markdown(views.get(NEURONS).summary(trace, **chosen)))
+
+
+if tokens and encoder:
+    inside_one_head(encoder[0], tokens)
+
+st.subheader("4. Cross-attention of a trained transformer translator")
 translator = models.pick("cross-attention", label="Transformer translator")
 models.download_buttons(translator, "transformer-translator")
 if tokens and translator:
@@ -57,10 +93,10 @@ if tokens and translator:
     translated = models.traces(translator[:1], "cross-attention", tokens)
     trace = next(iter(translated.values()))
     st.markdown("It writes: " + ui.escape_markdown(" ".join(trace.out_tokens) or "(nothing)"))
-    models.runaway_note(trace, tokens)
+    models.runaway_note(translator[0], trace, tokens)
     ui.show("cross-attention", translated, "transformer-cross-attention")
 
-st.subheader("4. Measured on this machine")
+st.subheader("5. Measured on this machine")
 if st.button("Measure again", icon=":material/timer:"):
     ui.forward_times.clear()
 rows = ui.forward_times()
