@@ -63,6 +63,10 @@ STORY: tuple[StoryPage, ...] = (
               "importance, on your sentence and on held-out data, and the output with the weights replaced.",
               {"explain-translation": ("additive", "transformer-translator"),
                "explain-classifier": ("attention-lstm",), "pronoun": ("transformer",)}),
+    StoryPage("app_pages/what_if.py", "what-if", "What if?", ":material/alt_route:",
+              "Question a translator: the words it passed over, beam search's tree, a word forced, attention "
+              "moved, one word changed, the nearest training sentences and a map of its states.",
+              {"what-if": ("additive",)}),
     StoryPage("app_pages/train.py", "train", "Train your own", ":material/model_training:",
               "Train a translator, a classifier or a memory model here, watch it learn, and use it on every "
               "page; the chapter's experiments are presets.",
