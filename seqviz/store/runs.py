@@ -19,7 +19,7 @@ from sqlalchemy import delete, func, select, update
 from seqviz import limits
 from seqviz.progress import ACTIVE, ENDED, PHASES, Control, Report, RunState
 from seqviz.store.engine import Database, lock_for
-from seqviz.store.schema import Lab, Model, Run, RunFollower, Snapshot
+from seqviz.store.schema import Lab, Model, Run, RunFollower, RunPoint, Snapshot
 
 
 def create(db: Database, lab_id: str, spec, watch: dict | None = None, now: float | None = None) -> str:
@@ -156,9 +156,10 @@ def begin(db: Database, run_id: str, worker: str | None, pid: int, now: float | 
             run.status, run.ended_at, run.updated_at = "cancelled", now, now
             return None
         run.attempts += 1
+        point = session.get(RunPoint, run_id)
         if run.attempts > 1:
             run.note = (f"Its worker stopped at step {run.step}; it went on from its last saved point (step "
-                        f"{run.saved_step}) on another worker." if run.saved_state is not None else
+                        f"{run.saved_step}) on another worker." if point is not None else
                         f"Its worker stopped at step {run.step} before a point was saved; it began again.")
             run.step = run.saved_step
             run.losses = [pair for pair in run.losses if pair[0] <= run.saved_step]
@@ -166,7 +167,7 @@ def begin(db: Database, run_id: str, worker: str | None, pid: int, now: float | 
             session.execute(delete(Snapshot).where(Snapshot.run_id == run_id, Snapshot.step > run.saved_step))
         run.status, run.phase, run.worker, run.worker_pid, run.updated_at = "running", "starting", worker, pid, now
         run.started_at = run.started_at or now
-        return {"spec": dict(run.spec), "watch": run.watch, "key": run.key, "saved_state": run.saved_state,
+        return {"spec": dict(run.spec), "watch": run.watch, "key": run.key, "saved_state": point and point.state,
                 "saved_step": run.saved_step, "attempts": run.attempts, "stop": run.stop_requested}
 
 
@@ -183,8 +184,9 @@ def begin_again(db: Database, run_id: str, why: str) -> None:
         if run is None or run.status != "running":
             return
         run.note = f"{why}; it began again from step 0."[:1000]
-        run.step, run.saved_step, run.saved_state, run.losses, run.metric_history = 0, 0, None, [], []
-        session.execute(delete(Snapshot).where(Snapshot.run_id == run_id))
+        run.step, run.saved_step, run.losses, run.metric_history = 0, 0, [], []
+        for table in (Snapshot, RunPoint):
+            session.execute(delete(table).where(table.run_id == run_id))
 
 
 def report(db: Database, run_id: str, record: Report, now: float | None = None) -> Control:
@@ -227,9 +229,10 @@ def _thin_snapshots(session, run_id: str) -> None:
 
 def save_point(db: Database, run_id: str, step: int, state: bytes) -> None:
     """The run's latest saved point (seqviz.train.TrainState bytes): where it goes on from after a lost worker."""
-    with db.transaction() as session:
-        session.execute(update(Run).where(Run.id == run_id, Run.status == "running")
-                        .values(saved_state=state, saved_step=int(step), updated_at=time.time()))
+    with db.transaction() as session:  # (beside the run's row: reports rewrite that row, SQLite all of it)
+        if session.execute(update(Run).where(Run.id == run_id, Run.status == "running")
+                           .values(saved_step=int(step), updated_at=time.time())).rowcount:
+            session.merge(RunPoint(run_id=run_id, state=state))
 
 
 def end(db: Database, run_id: str, status: str, *, step: int | None = None, metrics: dict | None = None,
@@ -241,15 +244,14 @@ def end(db: Database, run_id: str, status: str, *, step: int | None = None, metr
         run = session.get(Run, run_id)
         if run is None or run.status in ENDED:
             return
-        run.status, run.phase, run.ended_at, run.updated_at, run.saved_state = status, None, now, now, None
-        if step is not None:
-            run.step = step
-        if headline is not None:
-            run.metric_history = [*[p for p in run.metric_history if p[0] != run.step], [run.step, float(headline)]]
-        for name, value in (("metrics", metrics), ("train_seconds", train_seconds), ("trained_s", trained_s),
-                            ("model_id", model_id), ("error", error)):
+        run.status, run.phase, run.ended_at, run.updated_at = status, None, now, now
+        session.execute(delete(RunPoint).where(RunPoint.run_id == run_id))
+        for name, value in (("step", step), ("metrics", metrics), ("train_seconds", train_seconds),
+                            ("trained_s", trained_s), ("model_id", model_id), ("error", error)):
             if value is not None:
                 setattr(run, name, value)
+        if headline is not None:
+            run.metric_history = [*[p for p in run.metric_history if p[0] != run.step], [run.step, float(headline)]]
         if stop_reason and not run.stop_reason:
             run.stop_reason = stop_reason
         if status == "finished":

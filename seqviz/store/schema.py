@@ -100,8 +100,7 @@ class Run(Base):
     worker: Mapped[str | None] = mapped_column(String(200))
     worker_pid: Mapped[int | None] = mapped_column(Integer)
     attempts: Mapped[int] = mapped_column(Integer, default=0)  # times a worker began it (2+: it went on)
-    saved_step: Mapped[int] = mapped_column(Integer, default=0)  # the step its saved point holds
-    saved_state: Mapped[bytes | None] = mapped_column(LargeBinary)  # seqviz.train.TrainState.to_bytes()
+    saved_step: Mapped[int] = mapped_column(Integer, default=0)  # the step its saved point (RunPoint) holds
     submitted_at: Mapped[float] = mapped_column(Float, index=True)
     started_at: Mapped[float | None] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float)
@@ -119,6 +118,16 @@ class RunFollower(Base):
     joined_at: Mapped[float] = mapped_column(Float)
     left_at: Mapped[float | None] = mapped_column(Float)
     model_id: Mapped[int | None] = mapped_column(ForeignKey("models.id", ondelete="SET NULL"))
+
+
+class RunPoint(Base):
+    """A training run's latest saved point, where it goes on from after a lost worker. Beside the run's row, not in
+    it: SQLite writes a row whole, so a saved point of megabytes in it was written again by each progress report."""
+
+    __tablename__ = "run_points"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    state: Mapped[bytes] = mapped_column(LargeBinary)  # seqviz.train.TrainState.to_bytes()
 
 
 class Snapshot(Base):

@@ -39,7 +39,7 @@ def _columns(engine, table) -> set[str]:
 
 
 def test_the_newest_revision_is_the_last_one_written():
-    assert HEAD == "0004"
+    assert HEAD == "0005"
 
 
 def test_a_database_at_0001_comes_up_to_the_newest_with_everything_found(empty_url):
@@ -73,7 +73,8 @@ def test_a_database_at_0001_comes_up_to_the_newest_with_everything_found(empty_u
         insert("run_snapshots", run_id="2" * 32, step=10, data=pickle.dumps({"step": 10}))
 
     migrate(engine)
-    assert _revision(engine) == HEAD and {"attempts", "saved_step", "saved_state", "note"} <= _columns(engine, "runs")
+    assert _revision(engine) == HEAD and {"attempts", "saved_step", "note"} <= _columns(engine, "runs")
+    assert "saved_state" not in _columns(engine, "runs") and _columns(engine, "run_points") == {"run_id", "state"}
     engine.dispose()
 
     db = Database(empty_url)
@@ -92,7 +93,8 @@ def test_a_database_at_0001_comes_up_to_the_newest_with_everything_found(empty_u
         assert states["finished"].fingerprint == model.fingerprint and states["finished"].metrics == {"accuracy": 0.75}
         assert states["queued"].spec == spec("an old run", steps=30) and states["queued"].queue_position == 1
         with db.engine.connect() as connection:
-            assert connection.execute(sa.text("SELECT saved_step, saved_state FROM runs")).all() == [(0, None)] * 3
+            assert connection.execute(sa.text("SELECT saved_step FROM runs")).all() == [(0,)] * 3
+            assert connection.execute(sa.text("SELECT count(*) FROM run_points")).scalar_one() == 0
         began = runs.begin(db, "2" * 32, "new worker", 1)  # a run of the old store goes on from its start
         assert (began["attempts"], began["saved_step"], began["saved_state"]) == (1, 0, None)
         assert runs.states(db, lab, "2" * 32)[0].step == 12
