@@ -27,7 +27,7 @@ import pandas as pd
 from seqviz import limits
 
 STATE = "cell"  # the LSTMGateTrace field searched: the cell state c_t (see above for why)
-STATE_NAME = "cell state c"
+CONTEXT_WORDS = 6  # words of a held-out sentence shown either side of a matching span
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,14 @@ class Match:
     end: int  # last word of the span, inclusive
     strength: float  # the chosen units' mean state over the span
 
-    def marked(self) -> str:
-        """The sentence with the span between ⟦ and ⟧ (plain text; the page escapes it)."""
-        words = list(self.tokens)
-        words[self.start] = "⟦" + words[self.start]
-        words[self.end] = words[self.end] + "⟧"
-        return " ".join(words)
+    def marked(self, context: int = CONTEXT_WORDS) -> str:
+        """The span between ⟦ and ⟧ with up to ``context`` words of the sentence either side ("…" where it goes on):
+        plain text, which the page escapes."""
+        before = self.tokens[max(0, self.start - context):self.start]
+        after = self.tokens[self.end + 1:self.end + 1 + context]
+        span = "⟦" + " ".join(self.tokens[self.start:self.end + 1]) + "⟧"
+        return " ".join(["…"] * (self.start > context) + before + [span] + after
+                        + ["…"] * (len(self.tokens) - self.end - 1 > context))
 
 
 def phrase(length: int, start: int, end: int) -> tuple[int, int]:
@@ -106,7 +108,8 @@ def runs(on: np.ndarray, shortest: int) -> list[tuple[int, int]]:
 
 def matches(held_out: HeldOutStates, units: list[int], threshold: float, length: int) -> list[Match]:
     """Every span of the held-out sentences where all ``units`` stay above ``threshold`` for at least ``length``
-    words, the strongest first (none when no unit is chosen)."""
+    words (none when no unit is chosen): those as long as the phrase first, where the units switch on and off around
+    a piece of its size, then the longer ones; among spans of one length, the strongest (mean state) first."""
     if not units:
         return []
     found = []
@@ -114,7 +117,7 @@ def matches(held_out: HeldOutStates, units: list[int], threshold: float, length:
         chosen = states[:, units]  # (T, |U|)
         for start, end in runs((chosen > threshold).all(axis=1), max(1, length)):
             found.append(Match(tokens, start, end, float(chosen[start:end + 1].mean())))
-    return sorted(found, key=lambda m: -m.strength)
+    return sorted(found, key=lambda m: (m.end - m.start + 1 - length, -m.strength))
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,8 @@ class Search:
 
 def search(held_out: HeldOutStates, units: list[int], threshold: float, length: int,
            shown: int = limits.UNITS_LIKE_THIS_SHOWN) -> Search:
-    """The held-out spans where the units do what they do across the phrase: the ``shown`` strongest, and a
-    sentence on how many there are."""
+    """The held-out spans where the units do what they do across the phrase: the first ``shown`` in
+    :func:`matches`' order, and a sentence on how many there are."""
     found = matches(held_out, units, threshold, length)
     sentences = len({id(m.tokens) for m in found})
     table = pd.DataFrame({
@@ -144,5 +147,5 @@ def search(held_out: HeldOutStates, units: list[int], threshold: float, length: 
     else:
         said = (f"{sentences} of the {len(held_out)} held-out sentences searched have a span of {length} or more "
                 f"words where all {len(units)} of these units stay above {threshold:g} ({len(found)} spans in all"
-                f"{f'; the {shown} strongest are listed' if len(found) > shown else ''}).")
+                f"{f'; the {shown} closest to the phrase in length are listed' if len(found) > shown else ''}).")
     return Search(table, said)

@@ -48,7 +48,7 @@ def vectors_chart(cell: int = 14) -> alt.VConcatChart:
                             legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=160)),
             tooltip=[alt.Tooltip("word:N"), alt.Tooltip("dimension:N"), alt.Tooltip("value:Q", format=".3f")],
         ).transform_filter(alt.datum.panel == name).properties(
-            title=titles[name], width=alt.Step(cell), height=alt.Step(14)))
+            title=titles[name], width=alt.Step(cell), height=alt.Step(15)))
     return _on_canvas(alt.vconcat(*panels, spacing=18).resolve_scale(color="independent"),
                       "Heatmaps of the query vector, every key vector and their products, number by number")
 
@@ -83,8 +83,9 @@ def scores_chart(d_k: int = 16) -> alt.HConcatChart:
             color=alt.condition(dark, alt.value("white"), alt.value("black")))
         panels.append(alt.layer(rect, text, data=table()).transform_calculate(
             magnitude=f"abs(datum['{column}'])").transform_joinaggregate(largest="max(magnitude)").properties(
-            title=head, width=64, height=alt.Step(20)))
-    return alt.hconcat(*panels, spacing=4).properties(
+            title=alt.TitleParams(head, anchor="middle", fontSize=12), width=72, height=alt.Step(20)))
+    # Each column its own colour scale (a concatenation shares one by default: the weights took the scores' colours).
+    return alt.hconcat(*panels, spacing=4).resolve_scale(color="independent").properties(
         description="Per key word: q·k, the score q·k/√d_k and the softmax weight, written in coloured cells")
 
 
