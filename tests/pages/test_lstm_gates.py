@@ -8,25 +8,25 @@ def test_gates_of_every_model_with_an_lstm(open_page):
     picker = at.selectbox(key="gates")
     assert picker.value == "lstm"
     assert picker.options == ["lstm", "memory-lstm", "plain", "additive", "dot"]
-    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"]
+    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget", "units-like-this"]
     assert "forget gate is above 0.9" in all_text(at)
     for name in picker.options[1:]:
         at.selectbox(key="gates").set_value(name).run()
         assert not at.exception, name
-        assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"], name
+        assert figures_shown(at) == ["gates", "unit-lines", "mean-forget", "units-like-this"], name
 
 
 def test_model_from_the_address(open_page):
     at = open_page(PAGE, gates="additive")
     assert at.selectbox(key="gates").value == "additive"
     assert "its encoder's LSTM, forward direction" in all_text(at)
-    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"]
+    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget", "units-like-this"]
 
 
 def test_a_model_the_address_cannot_name_falls_back_to_the_default(open_page):
     at = open_page(PAGE, gates="yours-0123456789ab")
     assert at.selectbox(key="gates").value == "lstm"
-    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"]
+    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget", "units-like-this"]
 
 
 def test_unit_picker_and_unit_count(open_page):
@@ -42,3 +42,32 @@ def test_sentences_of_every_kind(open_page):
     for sentence in SENTENCES:
         set_sentence(at, sentence)
         assert not at.exception
+
+
+def test_units_like_this_searches_held_out_sentences_only_when_asked(open_page):
+    at = open_page(PAGE)  # the default sentence: "charger that was", threshold 1
+    text = all_text(at)
+    assert "units keep their cell state above 1 at every word of “charger that was”" in text
+    assert "held-out sentences searched" not in text and not at.table  # nothing searched until asked
+    assert at.toggle(key="search").value is False
+
+    at.toggle(key="search").set_value(True).run()
+    assert not at.exception
+    assert "of the 500 held-out sentences searched have a span of 3 or more words" in all_text(at)
+    assert "⟦" in at.table[-1].value.iloc[0, 0]
+
+
+def test_units_like_this_from_the_address(open_page):
+    at = open_page(PAGE, gates="additive", **{"from": "02 parcel", "to": "01 the", "above": "0.5", "search": "true"})
+    assert (at.select_slider(key="from").value, at.select_slider(key="to").value) == (1, 0)
+    assert at.slider(key="above").value == 0.5
+    text = all_text(at)
+    assert "keep their cell state above 0.5 at every word of “the parcel”" in text
+    assert "held-out sentences searched" in text
+
+
+def test_no_unit_above_the_threshold_says_so_and_draws_nothing(open_page):
+    at = open_page(PAGE, above="3.0", **{"from": "01 the", "to": "16 ."})
+    assert "No unit's cell state stays above 3 at every word" in all_text(at)
+    assert figures_shown(at) == ["gates", "unit-lines", "mean-forget"]
+    assert not at.toggle  # nothing to search for
