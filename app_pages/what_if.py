@@ -74,6 +74,19 @@ def side_by_side(ref, pair: dict, name: str, **options) -> None:
                     marked=marked)
 
 
+def within(key: str, options: list, default) -> None:
+    """Before a picker whose options follow the sentence: a pick the new sentence no longer has (step 9 of a shorter
+    translation) goes back to ``default``, as a fresh page would open it."""
+    if key in st.session_state and st.session_state[key] not in options:
+        st.session_state[key] = default
+
+
+def marked(tokens, differs) -> str:
+    """A translation as Markdown, each word escaped, the words ``differs`` marks in bold with ≠."""
+    return " ".join(f"**{ui.escape_markdown(w)}**≠" if d else ui.escape_markdown(w)
+                    for w, d in zip(tokens, differs, strict=True)) or "(nothing)"
+
+
 def words_line(label: str, tokens) -> str:
     return f"**{label}**: " + ui.escape_markdown(" ".join(tokens) or "(nothing)")
 
@@ -98,6 +111,7 @@ def next_word(ref, tokens) -> None:
         return
     st.markdown(words_line("It writes", decoded.tokens) + ("" if decoded.ended else " (stopped at the length limit)"))
     labels = step_labels(decoded)
+    within("nstep", list(range(len(labels))), VIEW.least_sure(decoded))
     step = st.select_slider("Output step", options=list(range(len(labels))), format_func=labels.__getitem__,
                             value=VIEW.least_sure(decoded), key="nstep", bind="query-params", on_change=changed)
     step = min(step, len(labels) - 1)
@@ -110,8 +124,9 @@ def beam(ref, tokens) -> None:
     st.header("2. Beam search")
     st.markdown("Greedy decoding commits to one word at a time. Beam search keeps the *width* best partial "
                 "translations by their log-probability, extends each by its best next words, and keeps the best "
-                "again; a hypothesis ending in <eos> is finished. Width 1 is greedy. Length normalisation ranks by "
-                "log p per word, so that a short translation is not preferred only for being short.")
+                "again; a hypothesis ending in the end marker \\<eos\\> is finished. Width 1 is greedy. Length "
+                "normalisation ranks by log p per word, so that a short translation is not preferred only for being "
+                "short.")
     changed = ui.rerun_part(BEAM)
     left, right = st.columns(2, vertical_alignment="bottom")
     width = left.slider("Beam width", 1, limits.WHATIF_MAX_BEAM, 4, key="beam", bind="query-params",
@@ -122,10 +137,10 @@ def beam(ref, tokens) -> None:
         return
     st.markdown(ui.escape_markdown(VIEW.beam_summary(search)))
     ui.show("what-if", {ref.label: search}, "what-if-beam", figure="beam-tree", title="{label}")
-    st.caption("Each word is written with the log-probability of its whole hypothesis, from <bos> to it. Grey: "
+    st.caption("Each word is written with the log-probability of its whole hypothesis, from \\<bos\\> to it. Grey: "
                "continuations the beam pruned (the best few of each step are drawn; the CSV holds them all).")
     st.markdown("**The final beam, ranked**" + (" (by log p per word)" if norm else " (by log p)"))
-    ui.table(VIEW.final_beam(search), lambda v: f"{v:.3f}" if isinstance(v, float) else str(v),
+    ui.table(VIEW.final_beam(search), lambda v: f"{v:.4g}" if isinstance(v, float) else str(v),
              text_columns=("translation", "greedy's"))
 
 
@@ -133,9 +148,10 @@ def beam(ref, tokens) -> None:
 def force(ref, tokens, ranked) -> None:
     st.header("3. Force a word")
     st.markdown("Put another word at one step and let the decoder go on from there: does it recover, or does one "
-                "word send the rest of the sentence elsewhere?")
+                "word send the rest of the sentence elsewhere? The end marker \\<eos\\> ends the sentence there.")
     changed = ui.rerun_part(FORCE)
     labels = step_labels(ranked)
+    within("fstep", list(range(len(labels))), VIEW.least_sure(ranked))
     left, right = st.columns(2)
     with left:
         step = st.select_slider("Step", options=list(range(len(labels))), format_func=labels.__getitem__,
@@ -143,7 +159,8 @@ def force(ref, tokens, ranked) -> None:
     step = min(step, len(labels) - 1)
     writable = set(forceable_words(models.checkpoint(ref).vocabularies))
     choices = [w for w in ranked.steps[step].top_tokens if w in writable]  # the most likely first
-    word = right.selectbox("Word to write there (most likely first; <eos> ends the sentence)", choices,
+    within("fword", choices, choices[min(1, len(choices) - 1)])
+    word = right.selectbox("Word to write there (most likely first)", choices,
                            index=min(1, len(choices) - 1), key="fword", bind="query-params", on_change=changed)
     forced = answer(ref, "force", tokens, step=step, word=word)
     if forced is None:
@@ -165,6 +182,8 @@ def edit(ref, tokens, ranked) -> None:
         return
     changed = ui.rerun_part(EDIT)
     labels, sources = step_labels(ranked), position_labels(ranked.src_tokens)
+    within("estep", list(range(len(labels))), 0)
+    within("eword", list(range(len(sources))), VIEW.least_looked(ranked, 0))
     left, right = st.columns(2)
     with left:
         step = st.select_slider("Step", options=list(range(len(labels))), format_func=labels.__getitem__,
@@ -190,6 +209,8 @@ def change(ref, tokens, ranked) -> None:
     sources = position_labels(ranked.src_tokens)
     words = sorted(replacement_words(models.checkpoint(ref).vocabularies))
     position, word = VIEW.default_change(ranked.src_tokens, words)
+    within("cpos", list(range(len(sources))), position)
+    within("cword", words, word)
     left, right = st.columns(2)
     position = left.selectbox("Word to replace", list(range(len(sources))), format_func=sources.__getitem__,
                               index=position, key="cpos", bind="query-params", on_change=changed)
@@ -199,8 +220,8 @@ def change(ref, tokens, ranked) -> None:
     if result is None:
         return
     st.markdown(ui.escape_markdown(VIEW.change_summary(result)))
-    st.markdown("**Before**: " + ui.marked_tokens(VIEW.marked(result.before.tokens, result.differs_before))
-                + "  \n**After**: " + ui.marked_tokens(VIEW.marked(result.after.tokens, result.differs_after)))
+    st.markdown("**Before**: " + marked(result.before.tokens, result.differs_before)
+                + "  \n**After**: " + marked(result.after.tokens, result.differs_after))
     side_by_side(ref, {"Your sentence": result.before, f"With “{word}”": result.after}, "what-if-change",
                  marked={"Your sentence": result.differs_before, f"With “{word}”": result.differs_after})
 
@@ -219,6 +240,7 @@ def neighbours(ref, tokens, ranked) -> None:
         side = st.radio("Look up", list(sides), format_func=sides.__getitem__, horizontal=True, key="nside",
                         bind="query-params", on_change=changed)
         labels = position_labels(ranked.src_tokens) if side == "encoder" else step_labels(ranked)
+        within("nwhich", list(range(len(labels))), 0)
         left, right = st.columns(2)
         which = left.selectbox("Source word" if side == "encoder" else "Output step", list(range(len(labels))),
                                format_func=labels.__getitem__, key="nwhich", bind="query-params", on_change=changed)

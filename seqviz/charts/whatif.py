@@ -57,6 +57,7 @@ def next_words(step, title: str = "") -> Figure:
 # --- 2. Beam search's tree -----------------------------------------------------------------------------
 
 BEST, KEPT, FINISHED, PRUNED = "best translation", "kept in the beam", "finished (<eos>)", "pruned"
+LABEL_PX = 72  # room for a word beside its node ("remboursement" is cut with an ellipsis; its tooltip is whole)
 
 
 def beam_tree_data(search, pruned_shown: int | None = None) -> pd.DataFrame:
@@ -97,22 +98,23 @@ def beam_tree_chart(title: str = "") -> alt.LayerChart:
                                                                                                padding=0.6),
               axis=None)
     status = alt.Scale(domain=[BEST, KEPT, FINISHED, PRUNED], range=[VERMILLION, BLUE, GREEN, GREY])
-    opacity = alt.condition(alt.datum.status == PRUNED, alt.value(0.45), alt.value(1.0))
+    opacity = alt.condition(alt.datum.status == PRUNED, alt.value(0.5), alt.value(1.0))
     tooltip = [alt.Tooltip("word:N"), alt.Tooltip("step:O"), alt.Tooltip("log p:Q", format=".3f"),
                alt.Tooltip("status:N")]
     base = alt.Chart().encode(x=x, y=y)
-    edges = base.mark_rule(strokeWidth=1.2).encode(
+    # An edge leaves its parent after the parent's label (x2Offset), so no line crosses a word or its log p.
+    edges = base.mark_rule(strokeWidth=1.2, x2Offset=LABEL_PX + 6).encode(
         x2="parent step:O", y2="parent rank:O",
         color=alt.Color("status:N", scale=status, legend=alt.Legend(orient="bottom", title=None, columns=2)),
         opacity=opacity).transform_filter(alt.datum.edge)
     dots = base.mark_circle(size=60).encode(color=alt.Color("status:N", scale=status), opacity=opacity,
                                             tooltip=tooltip)
-    words = base.mark_text(align="left", dx=6, dy=-6, fontSize=11, color=LABEL_GREY).encode(
+    words = base.mark_text(align="left", dx=6, dy=-6, fontSize=11, color=LABEL_GREY, limit=LABEL_PX).encode(
         text="word:N", opacity=opacity, tooltip=tooltip)
     scores = base.mark_text(align="left", dx=6, dy=7, fontSize=9, color=LABEL_GREY).encode(
         text=alt.Text("log p:Q", format=".2f"), opacity=opacity)
     chart = alt.layer(edges, dots, words, scores, data=table()).transform_filter(alt.datum.drawn).properties(
-        width=alt.Step(86), height=alt.Step(32))
+        width=alt.Step(LABEL_PX + 44), height=alt.Step(32))
     return chart.properties(title=title) if title else chart
 
 
@@ -126,7 +128,7 @@ def beam_tree(search, title: str = "") -> Figure:
 
 OUTSIDE = "outside the grammar"
 PART_COLOURS = {"determiner": SKY, "adjective": ORANGE, "noun": BLUE, "pronoun": PURPLE, "verb": GREEN,
-                "negation": VERMILLION, "question": YELLOW, "relative": "#CC6677", "connector": "#999933",
+                "negation": "#882255", "question": YELLOW, "relative": "#CC6677", "connector": "#999933",
                 "punctuation": "#44AA99", OUTSIDE: GREY}
 COLOUR_BY = {"part": "the grammar's part", "position": "position in the sentence"}
 

@@ -10,7 +10,6 @@ as it is. The sentences here are plain text, visitor words included: the page es
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -174,11 +173,6 @@ class WhatIf(Translator):
                    f"the original's, {sum(change.differs_after)} of the new one's."
                    if differ else "the translation does not change.")
                 + f" log p: {before.log_prob:.3f} before, {after.log_prob:.3f} after.")
-
-    @staticmethod
-    def marked(tokens: Sequence[str], differs: Sequence[bool]):
-        """A translation with its differing words, as seqviz.ui.marked_tokens reads it (output, matches)."""
-        return SimpleNamespace(output=list(tokens), matches=[not d for d in differs])
 
     def neighbour_table(self, found) -> pd.DataFrame:
         """The nearest training states, most similar first, the word of each marked ⟦so⟧."""
