@@ -118,8 +118,8 @@ if tokens:
     st.markdown("  \n".join(f"**{ui.escape_markdown(label)}** writes: "
                              + ui.escape_markdown(" ".join(trace.out_tokens) or "(nothing)")
                              for label, trace in traces.items()))
-    for trace in traces.values():
-        models.runaway_note(trace, tokens)
+    for ref in picked:
+        models.runaway_note(ref, traces[ref.label], tokens)
     st.subheader("Alignments: where each French word looked")
     ui.show("alignment", traces, "attention-alignment")
     st.caption("Each row adds to 1 (for a transformer: its last layer's cross-attention, averaged over heads). "

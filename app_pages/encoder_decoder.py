@@ -39,7 +39,7 @@ if tokens:
                                                     f" ✗ {checked.token_accuracy:.0%} of words right")
         st.markdown(f"**{ui.escape_markdown(ref.label)}**: {ui.escape_markdown(models.family_label(ref))}{verdict}"
                     f"  \n{ui.marked_tokens(checked)}")
-        models.runaway_note(trace, tokens)
+        models.runaway_note(ref, trace, tokens)
     if reference is not None:
         st.caption("Words in red differ from the reference at that position.")
 

@@ -42,7 +42,7 @@ class Family:
     label: str  # for people: tables, pickers, legends
     colour: str  # a shipped model of this family is drawn in it, on every chart
     task_kind: str  # "classification" or "translation": the batches it reads and the traces it offers
-    trains_on: tuple[str, ...]  # the tasks a visitor may train it on (seqviz.tasks.TASKS names)
+    trains_on: tuple[str, ...]  # the kinds of task a visitor may train it on (seqviz.tasks.Task.kind)
     config_path: str  # "module:Class" of its config dataclass
     model_path: str  # "module:Class": model_class(config) is a fresh model
     sizes: tuple[str, ...] = ()  # RunSpec size fields it uses: embedding, hidden, heads, layers
@@ -110,7 +110,7 @@ def _transformer_translator_fields(spec) -> dict:
 
 
 _CLASSIFIERS = "seqviz.models.classifiers"
-_RECURRENT = dict(task_kind="classification", trains_on=("emails", "memory"),
+_RECURRENT = dict(task_kind="classification", trains_on=("classification", "recall"),
                   config_path=f"{_CLASSIFIERS}:RecurrentClassifierConfig", sizes=("embedding", "hidden"),
                   spec_fields=_recurrent_fields, recurrent=True)
 _LSTM_TRANSLATOR = dict(task_kind="translation", trains_on=("translation",),
@@ -126,14 +126,14 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("lstm", "LSTM classifier", BLUE, model_path=f"{_CLASSIFIERS}:LSTMClassifier", lstm_gates=True,
            **_RECURRENT),
     Family("attention-lstm", "bidirectional LSTM classifier, additive attention pooling (Jain & Wallace)", VIOLET,
-           "classification", ("emails",), f"{_CLASSIFIERS}:AttentionClassifierConfig",
+           "classification", ("classification",), f"{_CLASSIFIERS}:AttentionClassifierConfig",
            f"{_CLASSIFIERS}:AttentionLSTMClassifier", sizes=("embedding", "hidden"),
            spec_fields=_attention_classifier_fields, attends=True),
-    Family("transformer", "transformer encoder classifier", PURPLE, "classification", ("emails",),
+    Family("transformer", "transformer encoder classifier", PURPLE, "classification", ("classification",),
            f"{_CLASSIFIERS}:TransformerClassifierConfig", f"{_CLASSIFIERS}:TransformerClassifier",
            sizes=("embedding", "hidden", "heads", "layers"), spec_fields=_transformer_fields, attends=True,
            heads=True),
-    Family("bow", "bag-of-words naive Bayes (word counts, no order)", GREY, "classification", ("emails",),
+    Family("bow", "bag-of-words naive Bayes (word counts, no order)", GREY, "classification", ("classification",),
            "seqviz.models.bow:NaiveBayesConfig", "seqviz.models.bow:NaiveBayesClassifier",
            spec_fields=lambda spec: {"alpha": 1.0}, counts=True),
     Family("plain", "LSTM encoder-decoder, no attention (the one-vector bottleneck)", VERMILLION,
@@ -156,9 +156,9 @@ def get(name: str) -> Family:
     return FAMILIES[name]
 
 
-def trainable_on(task: str) -> tuple[str, ...]:
-    """The families a visitor may train on ``task``, in the pickers' order."""
-    return tuple(name for name, f in FAMILIES.items() if task in f.trains_on)
+def trainable_on(kind: str) -> tuple[str, ...]:
+    """The families a visitor may train on a task of this kind (seqviz.tasks.Task.kind), in the pickers' order."""
+    return tuple(name for name, f in FAMILIES.items() if kind in f.trains_on)
 
 
 def lstm_translator_kinds() -> tuple[str, ...]:

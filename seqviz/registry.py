@@ -121,5 +121,5 @@ def check_fits_task(checkpoint) -> None:
         raise checkpoints.CheckpointError(
             f"A {checkpoint.family} model needs the vocabularies {sorted(needs)}, "
             f"not {sorted(checkpoint.vocabularies)}.")
-    if TASKS[task].kind != family.task_kind:
+    if TASKS[task].kind not in family.trains_on:
         raise checkpoints.CheckpointError(f"A {checkpoint.family} model cannot be trained on the {task} task.")

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
-TRAINING_PATH = ("train.py", "driver.py", "runs.py", "tasks.py", "families.py", "checkpoints", "runtime.py",
+TRAINING_PATH = ("train.py", "driver.py", "runs.py", "tasks", "families.py", "checkpoints", "runtime.py",
                  "models", "data")  # under seqviz/: what a run's weights follow from
 
 

@@ -24,12 +24,12 @@ from typing import Any
 
 from seqviz import families, limits, tasks
 
-TASKS = tuple(tasks.TASKS)  # what a visitor may train on (every task), in the picker's order
+TASKS = tasks.TASKS  # what a visitor may train on (every task, by name), in the picker's order
 
 
 def task_families(task: str) -> tuple[str, ...]:
     """The families a visitor may train on ``task``, in the picker's order."""
-    return families.trainable_on(task)
+    return families.trainable_on(tasks.TASKS[task].kind)
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class RunSpec:
         """The name, or a short description of the run: "lstm emails, hidden 32, 300 steps"."""
         if self.name:
             return self.name
-        serves_one_task = len(families.get(self.family).trains_on) == 1
+        serves_one_task = sum(tasks.TASKS[t].kind in families.get(self.family).trains_on for t in TASKS) == 1
         parts = [self.family if serves_one_task else f"{self.family} {self.task}"]
         if "hidden" in self.sizes:
             parts.append(f"hidden {self.hidden}")

@@ -582,3 +582,8 @@ def make_translation_splits(seed: int = 0) -> TranslationSplits:
     """The seeded train and test pairs (same seed, same pairs). The six CHAPTER_PAIRS are in neither."""
     train, test = _splits(seed)
     return TranslationSplits(train=list(train), test=list(test))
+
+
+# What seqviz.tasks.PairTask reads of a data module, under the names every such module gives them.
+make_splits = make_translation_splits
+reference = reference_translation

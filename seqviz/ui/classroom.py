@@ -169,7 +169,7 @@ def experiment_picker(prefix: str):
     if chosen != CUSTOM:
         return made[chosen]
     columns = st.columns(3)
-    task = columns[0].selectbox("Task", TASKS, key=f"{prefix}-task")
+    task = columns[0].selectbox("Task", list(TASKS), key=f"{prefix}-task")
     family = columns[1].selectbox("Family", task_families(task), key=f"{prefix}-family",
                                   format_func=lambda f: families.get(f).label)
     setting = columns[2].selectbox("Setting to vary", SETTINGS, key=f"{prefix}-setting")

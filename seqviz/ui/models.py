@@ -256,15 +256,17 @@ def unknown_notes(refs: list[ModelRef], tokens) -> None:
             f"<unk>: {', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
 
 
-def runaway_note(trace, tokens) -> None:
-    """Say so when a translator stopped at the length limit without writing its end marker."""
-    from seqviz.data.translation import reference_translation
+def runaway_note(ref: ModelRef, trace, tokens) -> None:
+    """Say so when a translator stopped at the length limit without writing its end marker, and why, from the task
+    it was trained on: a source that task's data knows (the model lost its place), or one unlike its data."""
+    from seqviz.tasks import TASKS
 
     if len(trace.out_tokens) < output_limit(len(tokens)):
         return
-    why = ("this sentence is one of the grammar's, so the model simply lost its place in it"
-           if reference_translation(list(tokens)) is not None else
-           "as translators do on sentences unlike anything they were trained on")
+    task = TASKS.get(ref.task)
+    known = task is not None and hasattr(task, "reference") and task.reference(tokens) is not None
+    why = (f"this sentence is one of its task's own ({task.label}), so the model simply lost its place in it"
+           if known else "as translators do on sentences unlike anything they were trained on")
     st.caption(f"Stopped at {len(trace.out_tokens)} words without an end-of-sentence marker: the model was "
                f"repeating itself; {why}.")
 

@@ -150,7 +150,7 @@ def form():
     chosen = preset(st.session_state["preset"])
     st.caption(f"**What to look for.** {chosen.look_for}")
     left, right = st.columns(2)
-    task = left.selectbox("Task", TASKS, key=FORM + "task", format_func=lambda t: tasks.TASKS[t].label,
+    task = left.selectbox("Task", list(TASKS), key=FORM + "task", format_func=lambda t: tasks.TASKS[t].label,
                           bind="query-params", on_change=fit_family)
     name = right.selectbox("Model family", task_families(task), key=FORM + "family", bind="query-params",
                            format_func=lambda f: families.get(f).label)

@@ -163,7 +163,7 @@ def test_saliency_reaches_every_word(vocab):
 def test_the_family_builds_from_a_run_and_bounds_its_sizes():
     family = families.get("attention-lstm")
     assert family.attends and not (family.recurrent or family.lstm_gates or family.heads)
-    assert family.sizes == ("embedding", "hidden") and family.trains_on == ("emails",)
+    assert family.sizes == ("embedding", "hidden") and family.trains_on == ("classification",)
     spec = SimpleNamespace(embedding=16, hidden=8)  # a RunSpec's sizes (a RunSpec would build the emails task)
     config = family.config({**family.spec_fields(spec), "vocab_size": 40, "labels": LABELS})
     assert (config.emb_dim, config.hidden_dim, config.attn_dim, config.bidirectional) == (16, 8, 8, True)

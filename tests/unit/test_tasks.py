@@ -35,3 +35,61 @@ def test_labels_without_data():
     with pytest.raises(KeyError, match="unknown task"):
         task_labels("poetry")
 
+
+
+def test_a_task_of_pairs_is_its_data_module_and_one_entry(monkeypatch):
+    """A new sequence-to-sequence task (reverse a digit sequence) made from a data module alone: every translator
+    trains on it, it draws batches and a translator is evaluated on it, with no other code."""
+    import sys
+    import types
+    from dataclasses import dataclass
+
+    import numpy as np
+
+    from seqviz import families, runs
+    from seqviz.tasks import PairTask
+
+    @dataclass
+    class Pair:
+        src: list[str]
+        tgt: list[str]
+
+    def make_splits(seed):
+        rng = np.random.default_rng(seed)
+        pairs = [[str(d) for d in rng.integers(0, 10, size=rng.integers(3, 9))] for _ in range(60)]
+        return types.SimpleNamespace(train=[Pair(p, p[::-1]) for p in pairs[:50]],
+                                     test=[Pair(p, p[::-1]) for p in pairs[50:]])
+
+    data = types.ModuleType("reverse_digits_data")
+    data.make_splits, data.CHAPTER_PAIRS, data.MAX_TRAIN_SRC_LEN = make_splits, (("1 2 3", "3 2 1"),), 8
+    data.LENGTH_BUCKETS, data.length_bucket = ((3, 8),), lambda n: "3-8"
+    data.reference = lambda tokens: list(tokens)[::-1] if all(t.isdigit() for t in tokens) else None
+    monkeypatch.setitem(sys.modules, "reverse_digits_data", data)
+    class Reverse(PairTask):  # the task's one entry
+        name, label, data = "reverse", "reverse a digit sequence", "reverse_digits_data"
+
+    reverse = Reverse
+    monkeypatch.setitem(TASKS, "reverse", reverse)
+
+    assert issubclass(reverse, PairTask) and reverse.reference(["1", "2"]) == ["2", "1"]
+    assert reverse.reference(["a"]) is None
+    translators = families.trainable_on(reverse.kind)
+    assert set(translators) == {name for name, f in families.FAMILIES.items() if f.translates}
+    assert set(translators) == set(families.trainable_on(TASKS["translation"].kind))
+    task = reverse(seed=1)
+    batch = task.batch(np.random.default_rng(0), 4)
+    assert batch["src"].shape[0] == 4 and batch["tgt"].shape[0] == 4
+    spec = runs.RunSpec(task="reverse", family="dot", embedding=8, hidden=8, steps=1)
+    from seqviz.models import build
+
+    metrics = task.evaluate(build("dot", spec.model_config(task)).eval())
+    assert metrics["n_le30"] == 10 and set(metrics["buckets"]) == {"3-8"} and len(metrics["chapter_pairs"]) == 1
+    assert spec.label == "dot reverse, hidden 8, 1 steps"  # a translator now serves two tasks: the label says which
+
+
+def test_each_family_trains_on_the_kinds_of_task_it_says():
+    from seqviz import families
+
+    assert families.trainable_on(TASKS["memory"].kind) == ("rnn", "gru", "lstm")
+    assert "transformer" in families.trainable_on(TASKS["emails"].kind)
+    assert "transformer-seq2seq" in families.trainable_on(TASKS["translation"].kind)
