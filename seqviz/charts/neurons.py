@@ -117,10 +117,10 @@ def unit_names(trace, units: list[int]) -> tuple[str, ...]:
     return tuple(f"unit {u:0{digits}d}" for u in units)
 
 
-def units_chart(names: tuple[str, ...] = ()) -> alt.LayerChart:
-    """The units ``names``' cell state across the sentence, one line each, over the phrase (shaded) and the
-    threshold (dashed): they stay above it across the phrase (a template of ``units_data``; the names set the
-    legend's lines, so the page gives it their height)."""
+def units_chart() -> alt.LayerChart:
+    """The chosen units' cell state across the sentence, one line each, over the phrase (shaded) and the threshold
+    (dashed): they stay above it across the phrase (a template of ``units_data``). The legend stands at the right,
+    one unit per line: its height is the plot's whatever the units, so a new sentence changes only the table."""
     x = alt.X("word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=140))
     phrase = alt.Chart().transform_filter(alt.datum["in the phrase"]).transform_aggregate(
         groupby=["word"], words="count()").mark_rect(color="#E69F00", opacity=0.22).encode(x=x)
@@ -128,8 +128,7 @@ def units_chart(names: tuple[str, ...] = ()) -> alt.LayerChart:
         strokeDash=[6, 4], color="#7A7A7A").encode(y=alt.Y("threshold:Q"))
     base = alt.Chart().encode(
         x=x, y=alt.Y("cell state c:Q", title="cell state c"),
-        color=alt.Color("unit:N", scale=alt.Scale(domain=list(names), scheme="tableau10"),
-                        legend=alt.Legend(orient="bottom", title=None, columns=4)),
+        color=alt.Color("unit:N", scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(orient="right", title=None)),
         tooltip=[alt.Tooltip("word:N"), alt.Tooltip("unit:N"), alt.Tooltip("cell state c:Q", format=".3f")])
     return alt.layer(phrase, level, base.mark_line(), base.mark_point(filled=True, size=30), data=table()).properties(
         height=240, title="These units' cell state c")
@@ -138,4 +137,4 @@ def units_chart(names: tuple[str, ...] = ()) -> alt.LayerChart:
 @figure("units-like-this")
 def units_like_this(trace, units: list[int], start: int, end: int, threshold: float) -> Figure:
     """LSTMVis's selection: the units that stay above ``threshold`` across the phrase, drawn across the sentence."""
-    return drawn(units_chart, units_data(trace, units, start, end, threshold), unit_names(trace, units))
+    return drawn(units_chart, units_data(trace, units, start, end, threshold))
