@@ -180,6 +180,9 @@ class Cluster:
             import dask
 
             dask.config.set({"distributed.deploy.lost-worker-timeout": LOST_WORKER_TIMEOUT})  # read when one is lost
+            # Dask's statistical profiler samples a worker's threads every 10 ms in its event loop, which holds the
+            # GIL the training thread needs; nobody reads its profiles here (issue 26).
+            dask.config.set({"distributed.worker.profile.enabled": False})
             try:
                 self._local = LocalCluster(
                     n_workers=self.workers or local_worker_count(), threads_per_worker=1, processes=True,

@@ -51,15 +51,18 @@ _malloc_set = False
 
 def dask_setup(worker) -> None:
     """Run by every worker as it starts (the app's own cluster preloads this module; on another cluster:
-    ``dask worker --preload seqviz.worker``): the worker's priority lowered, its malloc set for training, and
-    torch loaded and set to one thread and deterministic algorithms before the first run, instead of in its first
-    seconds."""
+    ``dask worker --preload seqviz.worker``): the worker's priority lowered, its malloc set for training, torch
+    set to one thread and deterministic algorithms, and everything a run imports (torch, the models, the views its
+    snapshots trace, the store) loaded before the first run, instead of in its first seconds: the views' first
+    import alone took 3 s of a first run's training clock (its first snapshot) on this 2-core machine."""
     from seqviz.runtime import configure_torch, lower_priority
 
     lower_priority(WORKER_NICE)
     keep_freed_memory()
     configure_torch()
-    import seqviz.train  # noqa: F401  (torch and the models, imported once)
+    import seqviz.driver
+    import seqviz.store.runs
+    import seqviz.watch  # noqa: F401  (torch, the models and tasks, the store, the views: imported once)
 
 
 def keep_freed_memory() -> None:
