@@ -240,9 +240,14 @@ def jacobian(ref: ModelRef, trained: bool, length: int, scale: float = 1.0):
     return _jacobian(ref, trained, int(length), float(scale))
 
 
+SENTENCE_ENDS = frozenset({".", "?", "!"})
+
+
 def unknown_notes(refs: list[ModelRef], tokens) -> None:
     """Name the words the models have never seen; they are read as <unk>, never dropped. Models that miss the
-    same words share one line (the shipped translators share a vocabulary)."""
+    same words share one line (the shipped translators share a vocabulary), a warning when they miss most of the
+    sentence (another language, say). Translators are told apart from a text of several sentences: they learned
+    from one sentence at a time."""
     tokens = list(tokens)
     missing: dict[tuple[str, ...], list[str]] = {}
     for ref in refs:
@@ -251,9 +256,18 @@ def unknown_notes(refs: list[ModelRef], tokens) -> None:
             missing.setdefault(tuple(unknown), []).append(ref.label)
     for unknown, labels in missing.items():
         distinct = list(dict.fromkeys(unknown))
-        st.caption(_escape(
-            f"Not in the vocabulary of {', '.join(labels)}: {len(unknown)} of these {len(tokens)} tokens, read as "
-            f"<unk>: {', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}."))
+        note = (f"Not in the vocabulary of {', '.join(labels)}: {len(unknown)} of these {len(tokens)} tokens, read as "
+                f"<unk>: {', '.join(distinct[:12])}{' …' if len(distinct) > 12 else ''}.")
+        if 2 * len(unknown) > len(tokens):
+            st.warning(_escape(note + " Most of this text is unknown to it, so what it shows rests on the few words "
+                                      "it knows: expect it to guess."), icon=":material/help:")
+        else:
+            st.caption(_escape(note))
+    sentences = 1 + sum(token in SENTENCE_ENDS for token in tokens[:-1])
+    if sentences > 1 and any(families.get(ref.family).translates for ref in refs):
+        st.caption(f"Your text has {sentences} sentences. These translators learned from one sentence at a time: "
+                   "they read it as one long sentence and usually stop after the first, so type one sentence at a "
+                   "time to see each translated.")
 
 
 def runaway_note(ref: ModelRef, trace, tokens) -> None:

@@ -52,3 +52,18 @@ def test_a_runaway_on_a_grammar_sentence_is_not_blamed_on_the_sentence(open_page
     assert "one of its task's own" in text and "unlike anything they were trained on" not in text
     text = all_text(open_page(PAGE, s="parcel parcel parcel"))
     assert "unlike anything they were trained on" in text and "one of its task's own" not in text
+
+
+def test_a_text_of_two_sentences_is_said_to_be_read_as_one(open_page):
+    at = open_page(PAGE, s="Where is my refund? The charger in my parcel never arrived.")
+    assert any(c.value.startswith("Your text has 2 sentences") for c in at.caption)
+    at = open_page(PAGE, s="where is my parcel ?")  # one sentence, its mark at the end
+    assert not any(c.value.startswith("Your text has") for c in at.caption)
+
+
+def test_a_sentence_mostly_unknown_to_the_model_gets_a_warning(open_page):
+    at = open_page(PAGE, s="¿ dónde está mi paquete ? nunca llegó .")
+    (warning,) = [w.value for w in at.warning if w.value.startswith("Not in the vocabulary")]
+    assert "of these 9 tokens" in warning and "expect it to guess" in warning
+    at = open_page(PAGE, s="where is my zebra ?")  # one word of five: a caption, not a warning
+    assert not [w for w in at.warning if w.value.startswith("Not in the vocabulary")]
