@@ -102,6 +102,27 @@ def test_a_database_at_0001_comes_up_to_the_newest_with_everything_found(empty_u
         db.dispose()
 
 
+def test_a_running_runs_saved_point_at_0004_moves_beside_its_row_and_the_run_goes_on_from_it(empty_url):
+    engine = make_engine(empty_url)
+    with engine.begin() as connection:
+        command.upgrade(alembic_config(connection), "0004")
+        connection.execute(sa.text("INSERT INTO labs (id, created_at, last_seen_at) VALUES (:id, 1.0, 1.0)"),
+                           {"id": "a" * 32})
+        connection.execute(sa.text(
+            "INSERT INTO runs (id, lab_id, name, spec, status, step, steps, trained_s, losses, metric_history, "
+            "stop_requested, attempts, saved_step, saved_state, submitted_at, updated_at) VALUES (:id, :lab, 'r', "
+            ":spec, 'running', 12, 30, 3.0, '[]', '[]', false, 1, 10, :state, 1.0, 2.0)"),
+            {"id": "1" * 32, "lab": "a" * 32, "spec": json.dumps(asdict(spec("r", steps=30))), "state": b"at 10"})
+    migrate(engine)
+    engine.dispose()
+    db = Database(empty_url)
+    try:
+        began = runs.begin(db, "1" * 32, "new worker", 1)
+        assert (began["saved_state"], began["saved_step"], began["attempts"]) == (b"at 10", 10, 2)
+    finally:
+        db.dispose()
+
+
 def test_the_orm_tables_are_exactly_what_the_migrations_make(empty_url):
     engine = make_engine(empty_url)
     migrate(engine)
