@@ -1,11 +1,8 @@
 """/explain: is attention an explanation? Attention beside what the output really depended on."""
 
-import statistics
-
 import streamlit as st
 
 from seqviz import ui, views
-from seqviz.analysis.explain import mean_tau
 from seqviz.charts.explain import ABLATION_NAMES
 from seqviz.data.emails import CHAPTER_EMAILS
 from seqviz.text import tokenize
@@ -27,8 +24,14 @@ st.markdown(
     "(2019) found it matters far more in translation than in classifying one text. Measure it here, on your "
     "sentence and on models trained in this lab."
 )
-st.caption("Kendall's τ compares two rankings of the same words: 1 is the same order, 0 no relation, −1 the "
-           "reverse. It is undefined when one measure gives every word the same value.")
+st.caption(
+    "Kendall's τ compares two rankings of the same words: 1 is the same order, 0 no relation, −1 the reverse; it is "
+    "undefined when one measure gives every word the same value. Every pair of words counts the same in τ, so when "
+    "attention is peaked (one or two words take nearly all of it) the order of the dozen near-zero words below "
+    "them decides τ: it can be near zero, or negative, while attention and the measure put the same word first "
+    "(Email B below). So each comparison also gives weighted τ, where a swap among the top words counts most, and "
+    "whether the two put the same word first and the same three words in their top 3; the verdicts rest on all "
+    "of them. Every figure on this page is a mean, every share rounded to one decimal.")
 
 st.header("1. A translator, one output word at a time")
 picked = models.pick("explain-translation", multi=True, label="Translators with attention")
@@ -38,25 +41,11 @@ tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for exampl
 STEP = "explain-step"
 
 
-def tau_text(value) -> str:
-    return "undefined" if value is None else f"**{value:+.2f}**"
-
-
-def ranks(agree) -> str:
-    """How a mean τ reads in words."""
-    if agree is None:
-        return "(τ undefined) against"
-    return "much as" if agree >= 0.5 else "somewhat as" if agree >= 0.2 else "unlike"
-
-
 @ui.part(STEP)
 def one_word(explained: dict) -> None:
     """Picking another output word (or translator) reruns only this part."""
     label, step = ui.output_word(explained, STEP, "explainmodel", "explainword")
-    trace = explained[label]
-    st.markdown(f"**Writing “{ui.escape_markdown(trace.out_tokens[step])}”**: attention against the gradient "
-                f"τ = {tau_text(trace.tau_gradient[step])}, against leave-one-out "
-                f"τ = {tau_text(trace.tau_leave_one_out[step])}.")
+    st.markdown(ui.escape_markdown(views.get("explain-translation").summary(explained[label], step=step)))
     ui.show("explain-translation", {label: trace}, "explain-word", step=step)
 
 
@@ -64,17 +53,19 @@ if tokens:
     models.unknown_notes(picked, tokens)
     explained = models.traces(picked, "explain-translation", tokens)
     written = {label: trace for label, trace in explained.items() if trace.out_tokens}
-    st.markdown("  \n".join(
-        f"**{ui.escape_markdown(label)}** writes “{ui.escape_markdown(' '.join(trace.out_tokens) or '(nothing)')}”. "
-        f"Mean τ over its words: against the gradient {tau_text(trace.mean_tau_gradient)}, against leave-one-out "
-        f"{tau_text(trace.mean_tau_leave_one_out)}." for label, trace in explained.items()))
+    for label, trace in explained.items():
+        st.markdown(f"**{ui.escape_markdown(label)}** writes “{ui.escape_markdown(' '.join(trace.out_tokens))}”.  \n"
+                    + ui.escape_markdown(views.get("explain-translation").summary(trace)).replace("\n", "  \n"))
     if written:
         one_word(written)
     st.caption(ui.escape_markdown(
         "Gradient: the length of ∂ log p(yₜ) / ∂eⱼ, the gradient of the written word's log-probability with respect "
-        "to source word j's vector eⱼ (its size, not its direction: a word can matter either way). Leave one out: "
-        "log p(yₜ) minus log p(yₜ) with word j replaced by <unk>, the rest of the translation kept as it was "
-        "written; below zero, the word was in the way."))
+        "to source word j's vector eⱼ (its size, not its direction: a word can matter either way). Gradient × input: "
+        "that gradient times eⱼ, a first guess at what taking the vector away would cost. Integrated gradients: the "
+        "same product, with the gradient averaged along the straight path from all-zero word vectors to the real "
+        "ones; a word's parts add up to the change of log p(yₜ) along that path. Leave one out: log p(yₜ) minus "
+        "log p(yₜ) with word j replaced by <unk>, the rest of the translation kept as it was written. For the last "
+        "three, below zero means the word was in the way. All four are computed by Captum."))
 
 st.header("2. The same over held-out sentences")
 held = {}
@@ -82,15 +73,10 @@ if picked:
     held = {ref.label: models.held_out_study(ref, "explain-translation") for ref in picked}
     colours = models.colours(picked)
     ui.show("explain-translation", held, "explain-taus", colours, figure="taus")
-    lines = []
-    for label, study in held.items():
-        taus = study["taus"]
-        gradient = statistics.median(taus.gradient) if taus.gradient else None
-        loo = statistics.median(taus.leave_one_out) if taus.leave_one_out else None
-        lines.append(f"**{ui.escape_markdown(label)}**: median τ against the gradient {tau_text(gradient)}, against "
-                     f"leave-one-out {tau_text(loo)}, over {taus.words} output words of {taus.sentences} held-out "
-                     "sentences.")
-    st.markdown("  \n".join(lines))
+    st.markdown("  \n".join(f"**{ui.escape_markdown(label)}**: {ui.escape_markdown(study['summary'])}"
+                            for label, study in held.items()))
+    st.caption("Held out, the two measures Jain and Wallace compared attention with: integrated gradients take 50 "
+               "or more passes of the model for every output word, and are computed for your sentence only.")
 
 st.header("3. Does the output depend on the weights?")
 st.markdown(
@@ -132,22 +118,14 @@ if classifiers:
     email_study = models.held_out_study(ref, "explain-classifier")
     ui.show("explain-classifier", {ref.label: email_study}, "explain-email-taus", models.colours([ref]),
             figure="taus")
-    taus = email_study["taus"]
-    st.markdown(
-        f"Over {taus.emails} held-out emails: median τ against the gradient "
-        f"{tau_text(statistics.median(taus.gradient) if taus.gradient else None)}, against leave-one-out "
-        f"{tau_text(statistics.median(taus.leave_one_out) if taus.leave_one_out else None)}.")
+    st.markdown(ui.escape_markdown(email_study["summary"]))
     test = email_study["permutation"]
     if test is not None:
         st.subheader("The permutation test")
         st.markdown(
             f"Shuffle the attention weights of each of the {test.emails} held-out emails over its own words "
-            f"({test.permutations} shuffles each, seeded) and let the model decide again. Its team changes under "
-            f"at least one shuffle for **{test.changed_any:.0%}** of the emails, under most shuffles for "
-            f"**{test.changed_most:.0%}**. Its probability for the team it chose moves by a median "
-            f"**{test.median_difference:.2f}** (90th percentile **{test.p90_difference:.2f}**); Jain and Wallace "
-            f"saw changes under 0.01 for most of their classifiers. With uniform weights the team changes for "
-            f"**{test.uniform_changed:.0%}** of the emails.")
+            f"({test.permutations} shuffles each, seeded) and let the model decide again. "
+            + ui.escape_markdown(email_study["permutation_summary"]))
 
 st.header("5. What “it” points back to")
 st.markdown(
@@ -164,47 +142,16 @@ if readers:
         pronouns[name] = models.trace(ref, "pronoun", tokenize(text))
         found = pronouns[name]
         st.markdown(f"**{name}**: “{ui.escape_markdown(text)}”")
-        if found is None:
-            st.caption("This model reads no “it” in this email.")
-            continue
-        ui.show("pronoun", {name: found}, f"explain-it-{name[-1].lower()}")
-        top = found.decision.tokens[int(found.decision.leave_one_out.argmax())]
-        heads = [found.tokens[j] for j in found.weights[-1].argmax(axis=-1)]
-        st.caption(ui.escape_markdown(
-            f"In the last layer the heads of “it” look most at: {', '.join(heads)}. Leaving out “{top}” costs the "
-            f"decision ({found.decision.predicted}) the most."))
+        if found is not None:
+            ui.show("pronoun", {name: found}, f"explain-it-{name[-1].lower()}")
+        st.caption(ui.escape_markdown(views.get("pronoun").summary(found)))
 
 st.header("What these models say")
-said = []
-for label, study in held.items():
-    taus, matches = study["taus"], study["exact_match"]
-    agree = mean_tau(taus.leave_one_out)
-    drop = (matches["none"] or 0) - max(matches["uniform"] or 0, matches["permuted"] or 0)
-    said.append(
-        f"**{ui.escape_markdown(label)}**: its attention ranks the source words " + ranks(agree)
-        + f" what removing them costs (mean τ {tau_text(agree)}), and replacing its weights "
-        + ("wrecks its translations" if drop >= 0.5 else "changes some of its translations" if drop >= 0.1
-           else "barely changes its translations")
-        + f" (exact match {matches['none']:.0%} with its own, {matches['uniform']:.0%} uniform, "
-          f"{matches['permuted']:.0%} shuffled).")
+said = [f"**{ui.escape_markdown(label)}**: {ui.escape_markdown(study['verdict'])}" for label, study in held.items()]
 if email_study is not None:
-    agree, test = mean_tau(email_study["taus"].leave_one_out), email_study["permutation"]
-    line = (f"**{ui.escape_markdown(classifiers[0].label)}**: its attention ranks an email's words {ranks(agree)} "
-            f"what removing them costs (mean τ {tau_text(agree)})")
-    if test is not None:
-        carries = test.changed_most >= 0.2
-        line += (", and its decision " + ("depends on where the weights fall" if carries else
-                                          "mostly survives shuffled weights")
-                 + f" (the team changes under most shuffles for {test.changed_most:.0%} of held-out emails)"
-                 + (": unlike the classifiers Jain and Wallace studied, here attention carries the decision" if carries
-                    else ", as Jain and Wallace found"))
-    said.append(line + ".")
-for name, found in pronouns.items():
-    if found is not None:
-        top = found.decision.tokens[int(found.decision.leave_one_out.argmax())]
-        heads = [found.tokens[j] for j in found.weights[-1].argmax(axis=-1)]
-        said.append(f"{name}: {sum(word == top for word in heads)} of the transformer's {len(heads)} last-layer heads "
-                    f"point “it” at “{ui.escape_markdown(top)}”, the word whose removal costs its decision most.")
+    said.append(f"**{ui.escape_markdown(classifiers[0].label)}**: {ui.escape_markdown(email_study['verdict'])}")
+said += [f"{name}: {ui.escape_markdown(views.get('pronoun').summary(found))}" for name, found in pronouns.items()
+         if found is not None]
 if said:
     st.markdown("  \n".join(said))
     st.caption("Read from the numbers above as this page computed them; a model of your own gets its own sentences.")

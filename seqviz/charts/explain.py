@@ -1,5 +1,6 @@
-"""Is attention an explanation? Attention beside two other measures of what an output depended on, their
-agreement (Kendall's τ) over held-out data, and what happens to the output when the weights are replaced."""
+"""Is attention an explanation? Attention beside four other measures of what an output depended on, their
+agreement with it over held-out data (Kendall's τ and weighted τ), and what happens to the output when the
+weights are replaced."""
 
 from __future__ import annotations
 
@@ -8,91 +9,101 @@ import numpy as np
 import pandas as pd
 
 from seqviz.charts.base import MODEL_LABEL_PX, model_legend, position_labels, table
-from seqviz.charts.colours import BLUE, GREEN, GREY, LABEL_GREY, ORANGE, VERMILLION, model_colours
+from seqviz.charts.colours import BLUE, GREEN, GREY, LABEL_GREY, ORANGE, PURPLE, SKY, VERMILLION, model_colours
 from seqviz.charts.figure import Figure, drawn, figure
 from seqviz.charts.heatmaps import heatmap, heatmap_data
 
-# The three measures of how much word j mattered, as their columns and panels are named.
-ATTENTION, GRADIENT, LEAVE_ONE_OUT = "attention α", "gradient ‖∂ log p / ∂e‖", "leave-one-out drop in log p"
-MEASURE_COLOURS = {ATTENTION: BLUE, GRADIENT: ORANGE, LEAVE_ONE_OUT: GREEN}
-
-
+# How much word j mattered, as the columns and panels are named: attention, then seqviz.analysis.explain.MEASURES.
+ATTENTION = "attention α"
+MEASURE_NAMES = {"gradient": "gradient ‖∂ log p / ∂e‖", "gradient_x_input": "gradient × input",
+                 "integrated_gradients": "integrated gradients", "leave_one_out": "leave-one-out drop in log p"}
+MEASURE_COLOURS = {ATTENTION: BLUE, MEASURE_NAMES["gradient"]: ORANGE, MEASURE_NAMES["gradient_x_input"]: SKY,
+                   MEASURE_NAMES["integrated_gradients"]: PURPLE, MEASURE_NAMES["leave_one_out"]: GREEN}
+SIGNED = {MEASURE_NAMES[m] for m in ("gradient_x_input", "integrated_gradients", "leave_one_out")}  # may be < 0
 SCALED = " (share of the largest)"  # a drawn column: the measure over its largest size, so every panel reads 0..1
 
 
-def importance_data(tokens: list[str], attention, gradient, leave_one_out) -> pd.DataFrame:
-    """One row per word: its attention weight (None: the model does not attend), gradient and leave-one-out, and
-    each over its largest size (what the panels draw: their units differ, and only their order matters to τ)."""
-    columns = {"word": position_labels(tokens)}
-    if attention is not None:
-        columns[ATTENTION] = np.asarray(attention, dtype=float)
-    columns[GRADIENT] = np.asarray(gradient, dtype=float)
-    columns[LEAVE_ONE_OUT] = np.asarray(leave_one_out, dtype=float)
-    for measure in (ATTENTION, GRADIENT, LEAVE_ONE_OUT):
-        if measure in columns:
-            values = columns[measure]
-            largest = float(np.abs(values).max()) if values.size else 0.0
-            columns[measure + SCALED] = values / largest if largest > 0 else values
+def percent(share: float | None) -> str:
+    """A share as /explain writes it, on its charts and in its sentences alike: one decimal (2.5%, not 2% or 3%)."""
+    return "undefined" if share is None else f"{share:.1%}"
+
+
+def importance_data(tokens: list[str], measures: dict[str, np.ndarray]) -> pd.DataFrame:
+    """One row per word: each measure (name -> (T,) values, attention first if the model attends) and each over its
+    largest size (what the panels draw: their units differ, and only their order matters to τ)."""
+    columns: dict[str, object] = {"word": position_labels(tokens)}
+    for measure, values in measures.items():
+        values = np.asarray(values, dtype=float)
+        largest = float(np.abs(values).max()) if values.size else 0.0
+        columns[measure] = values
+        columns[measure + SCALED] = values / largest if largest > 0 else values
     return pd.DataFrame(columns)
 
 
-def importance_chart(measures: tuple[str, ...] = (ATTENTION, GRADIENT, LEAVE_ONE_OUT), title: str = ""
-                     ) -> alt.HConcatChart:
+def importance_chart(measures: tuple[str, ...], title: str = "") -> alt.HConcatChart:
     """One panel per measure, the words down the side: does attention rank the words as the output's own
     sensitivity does? (a template of ``importance_data``; each panel draws its measure over its largest size, the
-    tooltips give the numbers themselves; leave-one-out below zero: the word was in the way)."""
+    tooltips give the numbers themselves; a signed measure below zero: the word was in the way)."""
     panels = []
     for number, measure in enumerate(measures):
         axis = alt.Axis(labelOverlap=False, labelLimit=160) if number == 0 else None  # the words once, on the left
         panels.append(alt.Chart().mark_bar(color=MEASURE_COLOURS[measure]).encode(
             y=alt.Y("word:N", sort="ascending", title=None, axis=axis),
-            x=alt.X(f"{measure}{SCALED}:Q", title=measure, scale=alt.Scale(domain=[-1, 1] if measure == LEAVE_ONE_OUT
-                                                                           else [0, 1]),
+            x=alt.X(f"{measure}{SCALED}:Q", title=measure,
+                    scale=alt.Scale(domain=[-1, 1] if measure in SIGNED else [0, 1]),
                     axis=alt.Axis(tickCount=3, format="~g")),
             tooltip=[alt.Tooltip("word:N"), alt.Tooltip(f"{measure}:Q", format=".3g")],
-        ).properties(height=alt.Step(18), width=140))
-    chart = alt.hconcat(*panels, data=table(), spacing=16)
+        ).properties(height=alt.Step(18), width=110))
+    chart = alt.hconcat(*panels, data=table(), spacing=12)
     return chart.properties(title=title) if title else chart
 
 
-TAU = "Kendall τ"
+STATISTIC_NAMES = {"tau": "Kendall τ", "weighted_tau": "weighted τ"}  # the held-out histograms' two panels
 
 
-def tau_data(taus: dict[str, dict[str, list[float]]]) -> pd.DataFrame:
-    """{model: {"attention vs gradient": [τ, ...], "attention vs leave-one-out": [...]}} as one row per τ (one per
-    output word of a translator, or per email of a classifier)."""
-    rows = [{"model": model, "comparison": comparison, TAU: float(value)}
-            for model, by_comparison in taus.items() for comparison, values in by_comparison.items()
-            for value in values]
-    return pd.DataFrame(rows, columns=["model", "comparison", TAU])
+def tau_data(taus: dict[str, dict[str, dict[str, list[float]]]]) -> pd.DataFrame:
+    """{model: {measure name: {"tau": [...], "weighted_tau": [...]}}} as one row per value (one per output word of a
+    translator, or per email of a classifier)."""
+    rows = [{"model": model, "comparison": f"attention vs {measure}", "statistic": STATISTIC_NAMES[statistic],
+             "value": float(value)}
+            for model, by_measure in taus.items() for measure, by_statistic in by_measure.items()
+            for statistic, values in by_statistic.items() for value in values]
+    return pd.DataFrame(rows, columns=["model", "comparison", "statistic", "value"])
 
 
-def tau_chart(colours: dict[str, str], unit: str = "output words") -> alt.VConcatChart:
-    """How often attention agrees with each other measure on held-out data: one histogram of τ per comparison,
-    one colour per model, counted in ``unit`` (a template of ``tau_data``). τ = 1: the same ranking of the
-    words; 0: no relation; −1: the reverse."""
-    panels = []
-    for comparison in ("attention vs gradient", "attention vs leave-one-out"):
-        bars = alt.Chart().mark_bar(opacity=0.6, binSpacing=0).encode(
-            x=alt.X(f"{TAU}:Q", bin=alt.Bin(extent=[-1, 1], step=0.1), title=f"τ, {comparison}",
-                    scale=alt.Scale(domain=[-1, 1])),
-            y=alt.Y("count():Q", stack=None, title=unit),
-            color=alt.Color("model:N", scale=model_colours(colours), legend=model_legend()),
-            tooltip=[alt.Tooltip("model:N"), alt.Tooltip(f"{TAU}:Q", bin=True), alt.Tooltip("count():Q")],
-        ).transform_filter(alt.datum.comparison == comparison)
-        zero = alt.Chart().mark_rule(color=GREY, strokeDash=[4, 4]).encode(x=alt.datum(0))
-        panels.append(alt.layer(bars, zero).properties(width=300, height=150))
-    return alt.vconcat(*panels, data=table(), title="Held out: how well attention ranks the words")
+def tau_chart(colours: dict[str, str], comparisons: tuple[str, ...], unit: str = "output words") -> alt.VConcatChart:
+    """How well attention agrees with each other measure on held-out data: per comparison, a histogram of Kendall's
+    τ (every pair of words counts the same) beside one of weighted τ (a swap among the top words counts most), one
+    colour per model, counted in ``unit`` (a template of ``tau_data``). 1: the same ranking; 0: no relation; −1:
+    the reverse."""
+    rows = []
+    for comparison in comparisons:
+        panels = []
+        for statistic in STATISTIC_NAMES.values():
+            bars = alt.Chart().mark_bar(opacity=0.6, binSpacing=0).encode(
+                x=alt.X("value:Q", bin=alt.Bin(extent=[-1, 1], step=0.1), title=f"{statistic}, {comparison}",
+                        scale=alt.Scale(domain=[-1, 1])),
+                y=alt.Y("count():Q", stack=None, title=unit),
+                color=alt.Color("model:N", scale=model_colours(colours), legend=model_legend()),
+                tooltip=[alt.Tooltip("model:N"), alt.Tooltip("value:Q", bin=True, title=statistic),
+                         alt.Tooltip("count():Q")],
+            ).transform_filter((alt.datum.comparison == comparison) & (alt.datum.statistic == statistic))
+            zero = alt.Chart().mark_rule(color=GREY, strokeDash=[4, 4]).encode(x=alt.datum(0))
+            panels.append(alt.layer(bars, zero).properties(width=240, height=130))
+        rows.append(alt.hconcat(*panels))
+    return alt.vconcat(*rows, data=table(), title="Held out: how well attention ranks the words")
 
 
 ABLATION_NAMES = {"none": "its own attention", "uniform": "uniform weights", "permuted": "its weights, shuffled"}
 
 
 def ablation_data(results: dict[str, dict[str, float | None]]) -> pd.DataFrame:
-    """{model: {"none": exact match, "uniform": ..., "permuted": ...}} as one row per (model, weights)."""
-    rows = [{"model": model, "attention weights": ABLATION_NAMES[ablation], "exact match": value}
+    """{model: {"none": exact match, "uniform": ..., "permuted": ...}} as one row per (model, weights), with the
+    label written beside each bar (:func:`percent`, as the page's sentences write it)."""
+    rows = [{"model": model, "attention weights": ABLATION_NAMES[ablation], "exact match": value,
+             "label": percent(value)}
             for model, by_ablation in results.items() for ablation, value in by_ablation.items() if value is not None]
-    return pd.DataFrame(rows, columns=["model", "attention weights", "exact match"])
+    return pd.DataFrame(rows, columns=["model", "attention weights", "exact match", "label"])
 
 
 def ablation_chart(models: tuple[str, ...]) -> alt.LayerChart:
@@ -107,10 +118,9 @@ def ablation_chart(models: tuple[str, ...]) -> alt.LayerChart:
                         scale=alt.Scale(domain=list(ABLATION_NAMES.values()), range=[BLUE, GREY, VERMILLION]),
                         legend=alt.Legend(orient="bottom", title=None, columns=1)),
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("attention weights:N"),
-                 alt.Tooltip("exact match:Q", format=".1%")],
+                 alt.Tooltip("label:N", title="exact match")],
     )
-    text = base.mark_text(align="left", dx=3, fontSize=11).encode(
-        text=alt.Text("exact match:Q", format=".0%"), color=alt.value(LABEL_GREY))
+    text = base.mark_text(align="left", dx=3, fontSize=11).encode(text="label:N", color=alt.value(LABEL_GREY))
     return alt.layer(base.mark_bar(), text, data=table()).properties(
         height=alt.Step(48), title="Held-out exact match when attention is replaced")
 
@@ -130,16 +140,22 @@ def pronoun_chart(word: str = "it", cell: int = 18) -> alt.LayerChart:
 
 
 @figure("importance")
-def importance(tokens: list[str], attention, gradient, leave_one_out, title: str = "") -> Figure:
-    """Attention beside gradient and leave-one-out importance for each word (attention None: the other two)."""
-    measures = (ATTENTION, GRADIENT, LEAVE_ONE_OUT) if attention is not None else (GRADIENT, LEAVE_ONE_OUT)
-    return drawn(importance_chart, importance_data(tokens, attention, gradient, leave_one_out), measures, title=title)
+def importance(tokens: list[str], attention, measures: dict[str, np.ndarray], title: str = "") -> Figure:
+    """Attention (None: the model does not attend) beside every measure taken of each word (measure -> (T,) values,
+    seqviz.analysis.explain's names, None where not taken)."""
+    named = {} if attention is None else {ATTENTION: attention}
+    named |= {MEASURE_NAMES[m]: values for m, values in measures.items() if values is not None}
+    return drawn(importance_chart, importance_data(tokens, named), tuple(named), title=title)
 
 
 @figure("taus")
-def taus(taus: dict[str, dict[str, list[float]]], colours: dict[str, str], unit: str = "output words") -> Figure:
-    """Histograms of Kendall's τ between attention and each measure, one per model (taus: label -> name -> τs)."""
-    return drawn(tau_chart, tau_data(taus), colours, unit=unit)
+def taus(taus: dict[str, dict[str, dict[str, list[float]]]], colours: dict[str, str], unit: str = "output words"
+         ) -> Figure:
+    """Histograms of Kendall's τ and weighted τ between attention and each measure, one colour per model (label ->
+    measure -> statistic -> values)."""
+    comparisons = tuple(dict.fromkeys(f"attention vs {MEASURE_NAMES[m]}" for by in taus.values() for m in by))
+    renamed = {label: {MEASURE_NAMES[m]: v for m, v in by.items()} for label, by in taus.items()}
+    return drawn(tau_chart, tau_data(renamed), colours, comparisons, unit=unit)
 
 
 @figure("attention-replaced")

@@ -1,37 +1,65 @@
 """Is attention an explanation? Views that set a model's attention beside what its output depended on.
 
-For one output (a translator's word y_t, a classifier's team ŷ) and each input word j, three numbers:
+For one output (a translator's word y_t, a classifier's team ŷ) and each input word j: attention α_j, what the
+model's weights show, beside four measures of what the output depended on (seqviz.analysis.explain, by
+Captum): the gradient's size, gradient × input, integrated gradients and leave-one-out.
 
-- attention α_j, what the model's weights show;
-- gradient saliency ‖∂ log p(output) / ∂e_j‖, how fast the output's log-probability moves with word j's vector;
-- leave-one-out, log p(output) − log p(output | word j replaced by <unk>), what removing the word costs.
-
-Kendall's τ between attention and each of the other two says whether attention ranks the words as the
-output's own sensitivity does (Jain and Wallace 2019). Held out, over many outputs, and with the weights
-replaced (uniform, or the model's own shuffled over the words), the views also ask whether the output depends
-on the weights at all (Wiegreffe and Pinter 2019). Numbers come from seqviz.analysis.explain.
+How far attention ranks the words as each measure does: Kendall's τ (every pair of words counts the same),
+weighted τ (a swap among the top words counts most), and whether the two put the same word first and the same
+three words in their top 3 (Jain and Wallace 2019). Held out, over many outputs, and with the weights replaced
+(uniform, or the model's own shuffled over the words), the views also ask whether the output depends on the
+weights at all (Wiegreffe and Pinter 2019). The verdicts in words, and their thresholds, are here: the page
+shows them. One statistic (the mean) and one rounding (:func:`seqviz.charts.explain.percent`) throughout.
 """
 
 from __future__ import annotations
 
 from seqviz import charts, limits
+from seqviz.charts.explain import MEASURE_NAMES, percent
 from seqviz.views.base import View
 from seqviz.views.translation import Translator
 
+# Attention "ranks the words much as" a measure when the mean weighted τ is at least AGREES and the two put the
+# same word first for at least half the outputs; "somewhat as" from SOMEWHAT; a replacement "wrecks" a
+# translator's held-out exact match when it drops by WRECKS, "changes some" from CHANGES; attention "carries"
+# a classifier's decision when the team changes under most shuffles for at least CARRIES of the emails.
+AGREES, SOMEWHAT, WRECKS, CHANGES, CARRIES = 0.5, 0.2, 0.5, 0.1, 0.2
+SUMMED = ("gradient", "leave_one_out")  # the held-out measures (seqviz.analysis.explain.HELD_OUT_MEASURES)
 
-def _taus_figure(held_out: dict[str, dict], colours: dict[str, str], unit: str):
-    """The held-out τ histograms of several models (label -> the view's held_out()), one τ per ``unit``."""
-    taus = {label: {"attention vs gradient": h["taus"].gradient,
-                    "attention vs leave-one-out": h["taus"].leave_one_out} for label, h in held_out.items()}
-    return charts.make("taus", taus, colours, unit)
 
-
-def _tau(value) -> str:
+def signed(value) -> str:
+    """τ as the page writes it: two decimals and a sign, "undefined" where τ is."""
     return "undefined" if value is None else f"{value:+.2f}"
 
 
+def agreement_text(mean) -> str:
+    """Attention against one measure in numbers (``mean(statistic)``: the means of seqviz.analysis.explain's
+    Agreement): τ, weighted τ, the same top word, the same top 3."""
+    return (f"τ {signed(mean('tau'))}, weighted τ {signed(mean('weighted_tau'))}, the same top word "
+            f"{percent(mean('top1'))}, the same top 3 {percent(mean('top3'))}")
+
+
+def ranks(mean) -> str:
+    """How attention ranks the words against one measure, in words, from all four statistics."""
+    weighted, top1 = mean("weighted_tau"), mean("top1")
+    if weighted is None:
+        return "cannot be compared with"
+    if weighted >= AGREES and (top1 or 0) >= 0.5:
+        return "much as"
+    if (top1 or 0) >= 0.5:
+        return "with the same word first, but otherwise unlike"
+    return "somewhat as" if weighted >= SOMEWHAT else "unlike"
+
+
+def _taus_figure(held_out: dict[str, dict], colours: dict[str, str], unit: str):
+    """The held-out τ and weighted τ histograms of several models (label -> the view's held_out())."""
+    taus = {label: {m: {s: h["taus"].defined(m, s) for s in ("tau", "weighted_tau")} for m in SUMMED}
+            for label, h in held_out.items()}
+    return charts.make("taus", taus, colours, unit)
+
+
 class ExplainTranslation(Translator):
-    """A translator with attention: the three measures for each output word of the sentence."""
+    """A translator with attention: attention and the four measures for each output word of the sentence."""
 
     name = "explain-translation"
     fits_text = "any translator with attention"
@@ -45,9 +73,22 @@ class ExplainTranslation(Translator):
 
         return explain_translation(model, vocabularies, list(tokens), max_len)  # TranslationExplanation
 
-    def summary(self, trace) -> str:
-        return (f"Mean τ over the sentence: attention vs gradient {_tau(trace.mean_tau_gradient)}, "
-                f"attention vs leave-one-out {_tau(trace.mean_tau_leave_one_out)}.")
+    def summary(self, trace, step: int | None = None) -> str:
+        """The sentence's means over its output words, attention against each measure, and how far integrated
+        gradients are from adding up to the change from the baseline; or (``step``) the same for one output word."""
+        if not trace.out_tokens:
+            return "It writes nothing: there is no output word to explain."
+        if step is not None:
+            u = min(step, len(trace.out_tokens) - 1)
+            return f"Writing “{trace.out_tokens[u]}”, attention against " + "; against ".join(
+                f"{MEASURE_NAMES[m]}: τ {signed(a.tau[u])}, weighted τ {signed(a.weighted_tau[u])}, "
+                + {True: "the same top word", False: "another top word", None: "no top word"}[a.top1[u]]
+                for m, a in trace.agreement.items()) + "."
+        lines = [f"Mean over its {len(trace.out_tokens)} words, attention against {MEASURE_NAMES[m]}: "
+                 f"{agreement_text(lambda s, m=m: trace.mean(m, s))}." for m in trace.measures]
+        gap = abs(trace.completeness_gap).max()
+        return "\n".join([*lines, f"Integrated gradients add up to the change from the all-zero baseline to within "
+                                  f"{gap:.1g} nats on every word."])
 
     figure_names = ("importance", "taus", "attention-replaced")
 
@@ -62,19 +103,31 @@ class ExplainTranslation(Translator):
         for label, t in traces.items():
             if t.out_tokens:
                 u = min(step, len(t.out_tokens) - 1)
-                figures.append(charts.make("importance", t.src_tokens, t.attention[u], t.gradient[u],
-                                           t.leave_one_out[u]).of(label))
+                measures = {m: getattr(t, m)[u] for m in t.measures}
+                figures.append(charts.make("importance", t.src_tokens, t.attention[u], measures).of(label))
         return figures
 
     def held_out(self, model, task) -> dict:
-        """τ per output word over held-out sentences, and exact match with the weights replaced (bounded by
-        seqviz.limits.EXPLAIN_HELD_OUT_SENTENCES)."""
+        """Attention against the gradient and leave-one-out per output word over held-out sentences, and exact match
+        with the weights replaced (bounded by seqviz.limits.EXPLAIN_HELD_OUT_SENTENCES); "summary" and "verdict"
+        say them in words."""
         from seqviz.analysis.explain import ABLATIONS, held_out_exact_match, held_out_taus
 
         n = limits.EXPLAIN_HELD_OUT_SENTENCES
         taus = held_out_taus(model, task, limit=n)
-        matches = {ablation: held_out_exact_match(model, task, ablation, limit=n) for ablation in ABLATIONS}
-        return {"taus": taus, "exact_match": {a: m.exact_match for a, m in matches.items()}, "sentences": n}
+        matches = {ablation: held_out_exact_match(model, task, ablation, limit=n).exact_match for ablation in ABLATIONS}
+        loo = taus.agreement["leave_one_out"].mean
+        drop = (matches["none"] or 0) - max(matches["uniform"] or 0, matches["permuted"] or 0)
+        replaced = ("wrecks its translations" if drop >= WRECKS else "changes some of its translations"
+                    if drop >= CHANGES else "barely changes its translations")
+        return {"taus": taus, "exact_match": matches, "sentences": taus.inputs,
+                "summary": "; ".join(f"against {MEASURE_NAMES[m]} {agreement_text(taus.agreement[m].mean)}"
+                                     for m in SUMMED) + f" (means over {taus.outputs} output words of "
+                                                        f"{taus.inputs} held-out sentences).",
+                "verdict": f"its attention ranks the source words {ranks(loo)} what removing them costs "
+                           f"({agreement_text(loo)}), and replacing its weights {replaced} (exact match "
+                           f"{percent(matches['none'])} with its own, {percent(matches['uniform'])} uniform, "
+                           f"{percent(matches['permuted'])} shuffled)."}
 
 
 class AttentionReplaced(Translator):
@@ -96,7 +149,7 @@ class AttentionReplaced(Translator):
 
 
 class ExplainClassifier(View):
-    """An email classifier that attends: the three measures for each word of an email, for its chosen team."""
+    """An email classifier that attends: attention and the four measures for each word of an email, for its team."""
 
     name = "explain-classifier"
     fits_text = "any email classifier that attends (the attention-pooled LSTM, the transformer)"
@@ -112,8 +165,12 @@ class ExplainClassifier(View):
         return explain_classification(model, vocabularies["tokens"], list(tokens))  # ClassificationExplanation
 
     def summary(self, trace) -> str:
-        return (f"It says {trace.predicted} (p = {trace.p_predicted:.5f}); τ against the gradient "
-                f"{_tau(trace.tau_gradient)}, against leave-one-out {_tau(trace.tau_leave_one_out)}.")
+        said = [f"It says {trace.predicted} (p = {trace.p_predicted:.5f})."]
+        for m in (m for m in MEASURE_NAMES if getattr(trace, m) is not None and trace.agreement):
+            top = "the same top word" if trace.agrees(m, "top1") else "another top word"
+            said.append(f"Against {MEASURE_NAMES[m]}: τ {signed(trace.agrees(m))}, weighted τ "
+                        f"{signed(trace.agrees(m, 'weighted_tau'))}, {top}.")
+        return " ".join(said)
 
     figure_names = ("importance", "taus")
 
@@ -121,21 +178,42 @@ class ExplainClassifier(View):
         """"importance": the measures for each email (label -> trace); "taus": the held-out studies."""
         if figure == "taus":
             return [_taus_figure(traces, colours, "emails")]
-        return [charts.make("importance", t.tokens, t.attention, t.gradient, t.leave_one_out, title).of(label)
-                for label, t in traces.items()]
+        return [charts.make("importance", t.tokens, t.attention, {m: getattr(t, m) for m in MEASURE_NAMES},
+                            title).of(label) for label, t in traces.items()]
 
     def held_out(self, model, task) -> dict:
-        """τ per held-out email; for attention that pools the words into one vector (no heads), Jain and Wallace's
-        permutation test too (bounded by seqviz.limits.EXPLAIN_HELD_OUT_EMAILS and EXPLAIN_PERMUTATIONS)."""
+        """Attention against the gradient and leave-one-out per held-out email; for attention that pools the words
+        into one vector (no heads), Jain and Wallace's permutation test too (bounded by
+        seqviz.limits.EXPLAIN_HELD_OUT_EMAILS and EXPLAIN_PERMUTATIONS); "summary", "permutation_summary" and
+        "verdict" say them in words."""
         from seqviz import families
         from seqviz.analysis.explain import held_out_classifier_taus, permutation_test
         from seqviz.models import family_of
 
         n = limits.EXPLAIN_HELD_OUT_EMAILS
-        pooled = not families.get(family_of(model)).heads
-        return {"taus": held_out_classifier_taus(model, task, limit=n), "emails": n,
-                "permutation": permutation_test(model, task, limit=n, permutations=limits.EXPLAIN_PERMUTATIONS)
-                if pooled else None}
+        taus = held_out_classifier_taus(model, task, limit=n)
+        test = (permutation_test(model, task, limit=n, permutations=limits.EXPLAIN_PERMUTATIONS)
+                if not families.get(family_of(model)).heads else None)
+        loo = taus.agreement["leave_one_out"].mean
+        verdict = f"its attention ranks an email's words {ranks(loo)} what removing them costs ({agreement_text(loo)})"
+        said = None
+        if test is not None:
+            carries = test.changed_most >= CARRIES
+            verdict += (", and its decision " + ("depends on where the weights fall" if carries else
+                                                 "mostly survives shuffled weights")
+                        + f" (the team changes under most shuffles for {percent(test.changed_most)} of held-out "
+                          "emails)" + (": unlike the classifiers Jain and Wallace studied, here attention carries "
+                                       "the decision" if carries else ", as Jain and Wallace found"))
+            said = (f"Its team changes under at least one shuffle for {percent(test.changed_any)} of the emails, "
+                    f"under most shuffles for {percent(test.changed_most)}. Its probability for the team it chose "
+                    f"moves by a mean {test.mean_difference:.2f} (90th percentile {test.p90_difference:.2f}); Jain "
+                    f"and Wallace saw changes under 0.01 for most of their classifiers. With uniform weights the team "
+                    f"changes for {percent(test.uniform_changed)} of the emails.")
+        return {"taus": taus, "emails": taus.inputs, "permutation": test, "permutation_summary": said,
+                "summary": f"Over {taus.inputs} held-out emails, attention against "
+                           + "; against ".join(f"{MEASURE_NAMES[m]} {agreement_text(taus.agreement[m].mean)}"
+                                               for m in SUMMED) + " (means).",
+                "verdict": verdict + "."}
 
 
 class Pronoun(View):
@@ -154,6 +232,16 @@ class Pronoun(View):
 
         return pronoun_attention(model, vocabularies["tokens"], list(tokens), word)  # PronounAttention or None
 
+    def summary(self, trace) -> str:
+        """Where the word's heads look in the last layer, and the word whose removal costs the decision most."""
+        if trace is None:
+            return "This model reads no “it” in this email."
+        heads = trace.last_layer_words
+        return (f"In the last layer the heads of “{trace.word}” look most at: {', '.join(heads)}. Leaving out "
+                f"“{trace.costliest}” costs the decision ({trace.decision.predicted}) the most: "
+                f"{sum(word == trace.costliest for word in heads)} of the {len(heads)} last-layer heads point "
+                f"“{trace.word}” at it.")
+
     figure_names = ("pronoun",)
 
     def draw(self, figure, traces, colours=None, **options):
@@ -163,6 +251,6 @@ class Pronoun(View):
             if t is not None:
                 d = t.decision
                 figures += [charts.make("pronoun", t.tokens, t.weights, t.word).of(f"{label}-heads"),
-                            charts.make("importance", d.tokens, None, d.gradient, d.leave_one_out,
+                            charts.make("importance", d.tokens, None, {m: getattr(d, m) for m in MEASURE_NAMES},
                                         f"What the decision ({d.predicted}) rests on").of(f"{label}-decision")]
         return figures

@@ -52,8 +52,6 @@ from seqviz.analysis.explain.importance import (
 )
 from seqviz.analysis.explain.pronoun import PronounAttention, pronoun_attention
 
-mean_tau = mean_defined  # TRANSITIONAL (until the /explain page reads mean_defined)
-
 __all__ = [
     "ABLATIONS",
     "COMPLETENESS_TOLERANCE",

@@ -153,8 +153,6 @@ class PermutationTest:
     uniform_difference: np.ndarray  # (E,) |p_uniform(ŷ) − p(ŷ)|
     max_attention: np.ndarray  # (E,) max_j α_j of each email (the paper bins the differences by it)
 
-    median_difference = property(lambda self: self.mean_difference)  # TRANSITIONAL (until the /explain page reads it)
-
 
 def email_permutations(ids: Sequence[int], permutations: int, seed: int = 0) -> np.ndarray:
     """(K, T) permutations of an email's T word positions, drawn from ``seed`` and the email's own word ids:

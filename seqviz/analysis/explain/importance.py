@@ -198,12 +198,6 @@ class TranslationExplanation(Measures):
         :class:`~.agreement.Agreement`)."""
         return self.agreement[measure].mean(statistic)
 
-    # TRANSITIONAL (until the /explain view and page read agreement): the names they read today
-    tau_gradient = property(lambda self: self.agreement["gradient"].tau)
-    tau_leave_one_out = property(lambda self: self.agreement["leave_one_out"].tau)
-    mean_tau_gradient = property(lambda self: self.mean("gradient"))
-    mean_tau_leave_one_out = property(lambda self: self.mean("leave_one_out"))
-
 
 def explain_translation(model, vocabularies, tokens, max_len: int | None = None) -> TranslationExplanation:
     """The measures for every output word of ``model``'s greedy translation of one sentence.
@@ -263,10 +257,6 @@ class ClassificationExplanation:
         """Attention against ``measure`` for this decision (None where undefined or the model does not attend)."""
         return self.agreement[measure][statistic] if self.agreement else None
 
-    # TRANSITIONAL (until the /explain view and page read agreement)
-    tau_gradient = property(lambda self: self.agrees("gradient"))
-    tau_leave_one_out = property(lambda self: self.agrees("leave_one_out"))
-
     @classmethod
     def of(cls, m: Measures, tokens: list[str], labels: tuple[str, ...], probs: np.ndarray):
         """Row 0 (the one decision) of ``m``."""
@@ -323,12 +313,6 @@ class HeldOutAgreement:
     def defined(self, measure: str, statistic: str = "tau") -> list[float]:
         """The defined values of ``statistic`` (for a histogram)."""
         return [float(v) for v in getattr(self.agreement[measure], statistic) if v is not None]
-
-    # TRANSITIONAL (until the /explain view and page read agreement)
-    gradient = property(lambda self: self.defined("gradient"))
-    leave_one_out = property(lambda self: self.defined("leave_one_out"))
-    sentences = emails = property(lambda self: self.inputs)
-    words = property(lambda self: self.outputs)
 
 
 def held_out_taus(model, task, limit: int | None = 300) -> HeldOutAgreement:
