@@ -222,3 +222,17 @@ def test_the_plain_translator_is_told_what_needs_attention():
     assert "The plain translator has no attention to edit" in text
     assert "no alignment to draw" in text
     assert "Forced there" in text and "“phone” → “refund”" in text  # the other questions still answered
+
+
+def test_every_chart_with_every_section_open_is_valid_vega_lite():
+    """tests/pages/test_chart_specs.py checks the page as it opens; the map of states is drawn once its section is."""
+    import json
+
+    from altair.utils.schemapi import validate_jsonschema
+    from altair.vegalite.v6.schema.core import load_schema
+
+    at = open_what_if(s=SENTENCE, neighbours="true", statemap="true", beam="8", temp="2.0")
+    specs = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    assert [s["usermeta"]["seqviz"]["figure"] for s in specs] == [*DECODING, "state-map"]
+    for spec in specs:
+        validate_jsonschema(spec, load_schema())
