@@ -11,10 +11,12 @@ from seqviz.ui import models
 st.title("Is attention an explanation?")
 st.markdown(
     "The pages before drew attention weights as where a model “looks”, and it is tempting to read them as the "
-    "reason for what it wrote. Two other measures ask the model directly what an output depended on: the "
-    "**gradient** (how fast the output's log-probability moves when a word's vector moves) and **leave one out** "
-    "(how much the output's log-probability drops when the word is replaced by an unknown word). If attention "
-    "explains the output, it should rank the words as they do, and the output should change when the weights do."
+    "reason for what it wrote. Other measures ask the model directly what an output depended on: the **gradient** "
+    "(how fast the output's log-probability moves when a word's vector moves), **gradient × input** and "
+    "**integrated gradients** (how much of the log-probability each word's vector accounts for, to first order "
+    "and along a path from no words at all), and **leave one out** (how much the output's log-probability drops "
+    "when the word is replaced by an unknown word). If attention explains the output, it should rank the words as "
+    "they do, and the output should change when the weights do."
 )
 st.markdown(
     "The research is split. Jain and Wallace (2019, *Attention is not Explanation*) found attention in text "
@@ -99,7 +101,7 @@ st.header("4. An email classifier that attends")
 st.markdown(
     "Jain and Wallace studied classifiers that read a text with a (two-way) LSTM and pool its states into one "
     "vector with attention before deciding. This lab's *attention-lstm* is one: trained on the Cartwise emails, "
-    "it weighs every word's state with α and routes the email from their weighted average. Here are its three "
+    "it weighs every word's state with α and routes the email from their weighted average. Here are the "
     "measures on the chapter's two emails and on your sentence, for the team it chose."
 )
 classifiers = models.pick("explain-classifier", label="Email classifier that attends")

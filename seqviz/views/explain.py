@@ -32,11 +32,11 @@ def signed(value) -> str:
     return "undefined" if value is None else f"{value:+.2f}"
 
 
-def agreement_text(mean) -> str:
+def agreement_text(mean, unit: str) -> str:
     """Attention against one measure in numbers (``mean(statistic)``: the means of seqviz.analysis.explain's
-    Agreement): τ, weighted τ, the same top word, the same top 3."""
-    return (f"τ {signed(mean('tau'))}, weighted τ {signed(mean('weighted_tau'))}, the same top word "
-            f"{percent(mean('top1'))}, the same top 3 {percent(mean('top3'))}")
+    Agreement over ``unit``): τ, weighted τ, and how often the same top word and the same top 3."""
+    return (f"τ {signed(mean('tau'))}, weighted τ {signed(mean('weighted_tau'))}, the same top word for "
+            f"{percent(mean('top1'))} of the {unit} and the same top 3 for {percent(mean('top3'))}")
 
 
 def ranks(mean) -> str:
@@ -85,7 +85,7 @@ class ExplainTranslation(Translator):
                 + {True: "the same top word", False: "another top word", None: "no top word"}[a.top1[u]]
                 for m, a in trace.agreement.items()) + "."
         lines = [f"Mean over its {len(trace.out_tokens)} words, attention against {MEASURE_NAMES[m]}: "
-                 f"{agreement_text(lambda s, m=m: trace.mean(m, s))}." for m in trace.measures]
+                 f"{agreement_text(lambda s, m=m: trace.mean(m, s), 'words')}." for m in trace.measures]
         gap = abs(trace.completeness_gap).max()
         return "\n".join([*lines, f"Integrated gradients add up to the change from the all-zero baseline to within "
                                   f"{gap:.1g} nats on every word."])
@@ -120,14 +120,14 @@ class ExplainTranslation(Translator):
         drop = (matches["none"] or 0) - max(matches["uniform"] or 0, matches["permuted"] or 0)
         replaced = ("wrecks its translations" if drop >= WRECKS else "changes some of its translations"
                     if drop >= CHANGES else "barely changes its translations")
-        return {"taus": taus, "exact_match": matches, "sentences": taus.inputs,
-                "summary": "; ".join(f"against {MEASURE_NAMES[m]} {agreement_text(taus.agreement[m].mean)}"
-                                     for m in SUMMED) + f" (means over {taus.outputs} output words of "
-                                                        f"{taus.inputs} held-out sentences).",
-                "verdict": f"its attention ranks the source words {ranks(loo)} what removing them costs "
-                           f"({agreement_text(loo)}), and replacing its weights {replaced} (exact match "
-                           f"{percent(matches['none'])} with its own, {percent(matches['uniform'])} uniform, "
-                           f"{percent(matches['permuted'])} shuffled)."}
+        summary = "; ".join(f"against {MEASURE_NAMES[m]} {agreement_text(taus.agreement[m].mean, 'words')}"
+                            for m in SUMMED)
+        verdict = (f"its attention ranks the source words {ranks(loo)} what removing them costs "
+                   f"({agreement_text(loo, 'output words')}), and replacing its weights {replaced} (exact match "
+                   f"{percent(matches['none'])} with its own, {percent(matches['uniform'])} uniform, "
+                   f"{percent(matches['permuted'])} shuffled).")
+        return {"taus": taus, "exact_match": matches, "sentences": taus.inputs, "verdict": verdict,
+                "summary": f"{summary} (means over {taus.outputs} output words of {taus.inputs} held-out sentences)."}
 
 
 class AttentionReplaced(Translator):
@@ -195,7 +195,8 @@ class ExplainClassifier(View):
         test = (permutation_test(model, task, limit=n, permutations=limits.EXPLAIN_PERMUTATIONS)
                 if not families.get(family_of(model)).heads else None)
         loo = taus.agreement["leave_one_out"].mean
-        verdict = f"its attention ranks an email's words {ranks(loo)} what removing them costs ({agreement_text(loo)})"
+        verdict = (f"its attention ranks an email's words {ranks(loo)} what removing them costs "
+                   f"({agreement_text(loo, 'emails')})")
         said = None
         if test is not None:
             carries = test.changed_most >= CARRIES
@@ -211,7 +212,7 @@ class ExplainClassifier(View):
                     f"changes for {percent(test.uniform_changed)} of the emails.")
         return {"taus": taus, "emails": taus.inputs, "permutation": test, "permutation_summary": said,
                 "summary": f"Over {taus.inputs} held-out emails, attention against "
-                           + "; against ".join(f"{MEASURE_NAMES[m]} {agreement_text(taus.agreement[m].mean)}"
+                           + "; against ".join(f"{MEASURE_NAMES[m]} {agreement_text(taus.agreement[m].mean, 'emails')}"
                                                for m in SUMMED) + " (means).",
                 "verdict": verdict + "."}
 

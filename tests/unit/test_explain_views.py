@@ -48,7 +48,8 @@ def test_a_translators_study_speaks_in_means_and_one_rounding(monkeypatch):
     monkeypatch.setattr(analysis, "held_out_exact_match",
                         lambda model, task, ablation, limit: types.SimpleNamespace(exact_match=matches[ablation]))
     result = views.get("explain-translation").held_out(None, None)
-    assert "τ +0.12, weighted τ +0.35, the same top word 50.0%, the same top 3 100.0%" in result["summary"]
+    assert ("τ +0.12, weighted τ +0.35, the same top word for 50.0% of the words and the same top 3 for 100.0%"
+            in result["summary"])
     assert "median" not in result["summary"] and "3 output words of 40 held-out sentences" in result["summary"]
     assert result["verdict"].endswith("replacing its weights wrecks its translations (exact match 90.0% with its "
                                       "own, 2.5% uniform, 35.0% shuffled).")
