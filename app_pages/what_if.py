@@ -81,6 +81,32 @@ def within(key: str, options: list, default) -> None:
         st.session_state[key] = default
 
 
+def from_address(key: str, takes, what: str) -> None:
+    """Before a picker bound to the address: say so when the address asks for a setting it cannot take (``takes``,
+    a test of the address's text); the picker then shows its usual choice."""
+    for value in st.query_params.get_all(key):
+        if not takes(value):
+            ui.notice(f"The address asks for {what} “{value[:40]}”, which is not one to pick here: showing the usual "
+                      "choice instead.")
+
+
+def whole(low: int, high: int):
+    return lambda text: text.isdigit() and low <= int(text) <= high
+
+
+def one_of(options):
+    return lambda text: text in options
+
+
+def temperature_ok(text: str) -> bool:
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    low, high = limits.WHATIF_TEMPERATURE_RANGE
+    return value == 0 or low <= value <= high
+
+
 def marked(tokens, differs) -> str:
     """A translation as Markdown, each word escaped, the words ``differs`` marks in bold with ≠."""
     return " ".join(f"**{ui.escape_markdown(w)}**≠" if d else ui.escape_markdown(w)
@@ -100,6 +126,9 @@ def next_word(ref, tokens) -> None:
                 "raised to 1/temperature instead: below 1 sharper, above 1 flatter.")
     changed = ui.rerun_part(NEXT)
     left, middle, right = st.columns(3)
+    from_address("k", whole(1, limits.WHATIF_MAX_TOP_K), "a number of words")
+    from_address("temp", temperature_ok, "the temperature")
+    from_address("seed", whole(0, limits.WHATIF_MAX_SEED), "the seed")
     k = left.slider("Words listed", 1, limits.WHATIF_MAX_TOP_K, 5, key="k", bind="query-params", on_change=changed)
     temperature = middle.slider("Temperature (0: greedy)", 0.0, limits.WHATIF_TEMPERATURE_RANGE[1], 0.0, step=0.1,
                                 key="temp", bind="query-params", on_change=changed)
@@ -112,6 +141,7 @@ def next_word(ref, tokens) -> None:
     st.markdown(words_line("It writes", decoded.tokens) + ("" if decoded.ended else " (stopped at the length limit)"))
     labels = step_labels(decoded)
     within("nstep", list(range(len(labels))), VIEW.least_sure(decoded))
+    from_address("nstep", one_of(labels), "the output step")
     step = st.select_slider("Output step", options=list(range(len(labels))), format_func=labels.__getitem__,
                             value=VIEW.least_sure(decoded), key="nstep", bind="query-params", on_change=changed)
     step = min(step, len(labels) - 1)
@@ -129,6 +159,7 @@ def beam(ref, tokens) -> None:
                 "short.")
     changed = ui.rerun_part(BEAM)
     left, right = st.columns(2, vertical_alignment="bottom")
+    from_address("beam", whole(1, limits.WHATIF_MAX_BEAM), "the beam width")
     width = left.slider("Beam width", 1, limits.WHATIF_MAX_BEAM, 4, key="beam", bind="query-params",
                         on_change=changed)
     norm = right.toggle("Length normalisation", value=True, key="norm", bind="query-params", on_change=changed)
@@ -152,6 +183,7 @@ def force(ref, tokens, ranked) -> None:
     changed = ui.rerun_part(FORCE)
     labels = step_labels(ranked)
     within("fstep", list(range(len(labels))), VIEW.least_sure(ranked))
+    from_address("fstep", one_of(labels), "the output step")
     left, right = st.columns(2)
     with left:
         step = st.select_slider("Step", options=list(range(len(labels))), format_func=labels.__getitem__,
@@ -160,6 +192,7 @@ def force(ref, tokens, ranked) -> None:
     writable = set(forceable_words(models.checkpoint(ref).vocabularies))
     choices = [w for w in ranked.steps[step].top_tokens if w in writable]  # the most likely first
     within("fword", choices, choices[min(1, len(choices) - 1)])
+    from_address("fword", one_of(choices), "the forced word")
     word = right.selectbox("Word to write there (most likely first)", choices,
                            index=min(1, len(choices) - 1), key="fword", bind="query-params", on_change=changed)
     forced = answer(ref, "force", tokens, step=step, word=word)
@@ -184,6 +217,8 @@ def edit(ref, tokens, ranked) -> None:
     labels, sources = step_labels(ranked), position_labels(ranked.src_tokens)
     within("estep", list(range(len(labels))), 0)
     within("eword", list(range(len(sources))), VIEW.least_looked(ranked, 0))
+    from_address("estep", one_of(labels), "the output step")
+    from_address("eword", one_of(sources), "the source word")
     left, right = st.columns(2)
     with left:
         step = st.select_slider("Step", options=list(range(len(labels))), format_func=labels.__getitem__,
@@ -211,6 +246,8 @@ def change(ref, tokens, ranked) -> None:
     position, word = VIEW.default_change(ranked.src_tokens, words)
     within("cpos", list(range(len(sources))), position)
     within("cword", words, word)
+    from_address("cpos", one_of(sources), "the word to replace")
+    from_address("cword", one_of(words), "the new word")
     left, right = st.columns(2)
     position = left.selectbox("Word to replace", list(range(len(sources))), format_func=sources.__getitem__,
                               index=position, key="cpos", bind="query-params", on_change=changed)
@@ -241,6 +278,8 @@ def neighbours(ref, tokens, ranked) -> None:
                         bind="query-params", on_change=changed)
         labels = position_labels(ranked.src_tokens) if side == "encoder" else step_labels(ranked)
         within("nwhich", list(range(len(labels))), 0)
+        from_address("nwhich", one_of(labels), "the word or step")
+        from_address("nk", whole(1, limits.WHATIF_MAX_NEIGHBOURS), "a number of neighbours")
         left, right = st.columns(2)
         which = left.selectbox("Source word" if side == "encoder" else "Output step", list(range(len(labels))),
                                format_func=labels.__getitem__, key="nwhich", bind="query-params", on_change=changed)

@@ -207,12 +207,17 @@ def test_hostile_sentences_and_settings_give_plain_messages():
         set_sentence(at, sentence)
         assert at.title and not at.exception
     for query in ({"k": "99", "beam": "0", "temp": "-3", "nstep": "99 x", "fword": "<script>", "eword": "junk"},
-                  {"fword": "<unk>", "cword": "<pad>", "cpos": "-1", "nk": "1000", "seed": "-5", "norm": "maybe"}):
+                  {"fword": "<unk>", "cword": "<pad>", "cpos": "-1", "nk": "1000", "seed": "-5", "norm": "maybe",
+                   "neighbours": "true"}):
         at = open_what_if(s=SENTENCE, **query)
         assert figures_shown(at) == DECODING, query  # every question still answered, on settings it can take
         assert 1 <= at.slider(key="k").value <= 10 and 1 <= at.slider(key="beam").value <= 8
         assert at.selectbox(key="fword").value in at.selectbox(key="fword").options
         assert at.selectbox(key="cword").value not in ("<pad>", "<unk>")
+        said = " ".join(w.value for w in at.warning).replace("\\", "")
+        for key, value in query.items():
+            if key not in ("norm", "neighbours"):  # switches: anything but true or false leaves them as they are
+                assert f"“{value}”" in said, f"nothing says the address's {key}={value} was not taken"
 
 
 def test_the_plain_translator_is_told_what_needs_attention():
