@@ -5,7 +5,7 @@ import streamlit as st
 from seqviz import ui, views
 from seqviz.analysis import gates
 from seqviz.charts.base import position_labels
-from seqviz.limits import UNITS_LIKE_THIS_SENTENCES, UNITS_LIKE_THIS_THRESHOLD
+from seqviz.limits import UNITS_LIKE_THIS_MAX_PHRASE, UNITS_LIKE_THIS_SENTENCES, UNITS_LIKE_THIS_THRESHOLD
 from seqviz.ui import models
 
 st.title("LSTM: a memory with gates")
@@ -87,15 +87,18 @@ def units_like_this(trace) -> None:
         "words (it changes by addition, and holds while the forget gate stays near 1), while h = o ⊙ tanh(c) is "
         "what the output gate lets out at each word, and can drop for a word while the cell still holds.")
     words = position_labels(trace.tokens)
+
+    def word(i: int) -> str:  # (a word kept from a longer sentence is named as the last one)
+        return words[min(i, len(words) - 1)]
+
     row = st.columns(2)
-    start = row[0].select_slider("Phrase from word", options=list(range(len(words))), value=min(7, len(words) - 1),
-                                 format_func=words.__getitem__, key="from", bind="query-params",
-                                 on_change=ui.rerun_part(LIKE))
-    end = row[1].select_slider("to word", options=list(range(len(words))), value=min(9, len(words) - 1),
-                               format_func=words.__getitem__, key="to", bind="query-params",
-                               on_change=ui.rerun_part(LIKE))
-    threshold = st.slider("Threshold ℓ on the cell state c", *UNITS_LIKE_THIS_THRESHOLD, value=1.0, step=0.1,
+    start = row[0].select_slider("Phrase starts at word", options=list(range(len(words))), format_func=word,
+                                 key="from", bind="query-params", on_change=ui.rerun_part(LIKE))
+    length = row[1].slider("Words in the phrase", 1, UNITS_LIKE_THIS_MAX_PHRASE, value=2, key="words",
+                           bind="query-params", on_change=ui.rerun_part(LIKE))
+    threshold = st.slider("Threshold ℓ on the cell state c", *UNITS_LIKE_THIS_THRESHOLD, value=0.3, step=0.1,
                           key="above", bind="query-params", on_change=ui.rerun_part(LIKE))
+    end = start + length - 1  # (past the sentence's end, the phrase stops at its last word)
     chosen = {"start": start, "end": end, "threshold": threshold}
     view = views.get(LIKE)
     st.markdown(ui.escape_markdown(view.summary(trace, **chosen)))

@@ -71,8 +71,10 @@ def inside_one_head(ref, tokens) -> None:
                          key="nlayer", bind="query-params", on_change=ui.rerun_part(NEURONS))
     head = row[1].radio("Head", list(range(heads)), format_func=lambda n: f"head {n + 1}", horizontal=True,
                         key="nhead", bind="query-params", on_change=ui.rerun_part(NEURONS))
+    # (a word kept from a longer sentence is named as the last word, then the widget moves there)
     query = st.select_slider("Word asking (the query)", options=list(range(len(words))),
-                             value=min(7, len(words) - 1), format_func=words.__getitem__, key="nword",
+                             format_func=lambda i: words[min(i, len(words) - 1)],
+                             key="nword",
                              bind="query-params", on_change=ui.rerun_part(NEURONS))
     chosen = {"layer": layer, "head": head, "query": min(query, len(words) - 1)}
     ui.show(NEURONS, {ref.label: trace}, "transformer-neuron-vectors", figure="neuron-vectors", **chosen)

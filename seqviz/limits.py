@@ -131,3 +131,4 @@ UNITS_LIKE_THIS_SENTENCES = 500  # about 0.6 s of gate replay for the shipped em
 UNITS_LIKE_THIS_SHOWN = 12  # matching spans listed, the strongest first
 UNITS_LIKE_THIS_DRAWN = 10  # units drawn as lines across the sentence (the strongest; all of them are searched)
 UNITS_LIKE_THIS_THRESHOLD = (0.0, 3.0)  # the threshold ℓ on the cell state c_t
+UNITS_LIKE_THIS_MAX_PHRASE = 8  # words in the phrase picked

@@ -68,13 +68,23 @@ def phrase(length: int, start: int, end: int) -> tuple[int, int]:
     return min(max(low, 0), last), min(max(high, 0), last)
 
 
+def weakest(trace, start: int, end: int) -> np.ndarray:
+    """Each unit's lowest cell state over the words start .. end (either order, clamped): (H,)."""
+    start, end = phrase(len(trace.tokens), start, end)
+    return getattr(trace, STATE)[start:end + 1].min(axis=0)  # (T', H) -> (H,)
+
+
+def closest_units(trace, start: int, end: int, count: int) -> list[int]:
+    """The ``count`` units whose weakest state over the phrase is highest: those on across it, or, when none is,
+    the nearest to being so."""
+    return [int(u) for u in np.argsort(-weakest(trace, start, end), kind="stable")[:max(0, count)]]
+
+
 def units_on(trace, start: int, end: int, threshold: float) -> list[int]:
     """The units whose cell state stays above ``threshold`` at every word start .. end (inclusive) of the trace,
     the strongest first (by their lowest state over the phrase)."""
-    start, end = phrase(len(trace.tokens), start, end)
-    lowest = getattr(trace, STATE)[start:end + 1].min(axis=0)  # (H,): each unit's weakest word in the phrase
-    on = np.flatnonzero(lowest > threshold)
-    return [int(u) for u in on[np.argsort(-lowest[on], kind="stable")]]
+    lowest = weakest(trace, start, end)  # (H,)
+    return [u for u in closest_units(trace, start, end, lowest.shape[0]) if lowest[u] > threshold]
 
 
 def held_out_sentences(task, limit: int) -> list[list[str]]:

@@ -65,8 +65,9 @@ class UnitsLikeThis(View):
         start, end = phrase(len(trace.tokens), start, end)
         words = " ".join(trace.tokens[start:end + 1])
         if not units:
-            return (f"No unit's cell state stays above {threshold:g} at every word of “{words}”: lower the threshold "
-                    "or shorten the phrase.")
+            return (f"No unit's cell state stays above {threshold:g} at every word of “{words}”: drawn are the "
+                    f"{min(UNITS_LIKE_THIS_DRAWN, trace.cell.shape[1])} that come closest, each at {threshold:g} or "
+                    "below somewhere in the phrase. Lower the threshold or shorten the phrase.")
         drawn = (f" The {UNITS_LIKE_THIS_DRAWN} strongest are drawn." if len(units) > UNITS_LIKE_THIS_DRAWN else "")
         return (f"{len(units)} of the {trace.cell.shape[1]} units keep their cell state above {threshold:g} at every "
                 f"word of “{words}”: {', '.join(str(u) for u in sorted(units))}.{drawn}")
@@ -88,14 +89,14 @@ class UnitsLikeThis(View):
     figure_names = ("units-like-this",)
 
     def draw(self, figure, traces, colours=None, start: int = 0, end: int = 0, threshold: float = 0.5, **options):
-        """The phrase's units (the strongest seqviz.limits.UNITS_LIKE_THIS_DRAWN) across each sentence; none drawn
-        when no unit stays above the threshold."""
-        from seqviz.analysis.units_like_this import phrase
+        """The phrase's units (the strongest seqviz.limits.UNITS_LIKE_THIS_DRAWN) across each sentence; when no unit
+        stays above the threshold, the ones that come closest (the summary says so)."""
+        from seqviz.analysis.units_like_this import closest_units, phrase
         from seqviz.limits import UNITS_LIKE_THIS_DRAWN
 
         figures = []
         for t in traces.values():
-            units = self.units(t, start, end, threshold)[:UNITS_LIKE_THIS_DRAWN]
-            if units:
-                figures.append(charts.make(figure, t, sorted(units), *phrase(len(t.tokens), start, end), threshold))
+            units = (self.units(t, start, end, threshold) or closest_units(t, start, end, UNITS_LIKE_THIS_DRAWN))
+            figures.append(charts.make(figure, t, sorted(units[:UNITS_LIKE_THIS_DRAWN]),
+                                       *phrase(len(t.tokens), start, end), threshold))
         return figures

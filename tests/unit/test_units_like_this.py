@@ -10,6 +10,7 @@ from seqviz import limits, views, zoo
 from seqviz.analysis.units_like_this import (
     HeldOutStates,
     Match,
+    closest_units,
     held_out_states,
     matches,
     phrase,
@@ -44,6 +45,8 @@ def test_the_units_on_across_a_phrase():
     assert units_on(trace, 0, 4, 2.0) == []  # "above": unit 0 sits at 2.0
     assert units_on(trace, -5, 99, 1.0) == [0]  # clamped into the sentence
     assert phrase(5, 9, -2) == (0, 4) and phrase(0, 0, 3) == (0, 0)
+    assert closest_units(trace, 0, 4, 3) == [0, 1, 2]  # weakest states 2, 0, 0, -1 over the whole sentence
+    assert closest_units(trace, 1, 3, 2) == [0, 1]
 
 
 def test_runs_are_maximal_and_long_enough():
@@ -124,9 +127,11 @@ def test_the_views_figure():
     assert list(figure.table["in the phrase"][:5]) == [False, True, True, True, False]
     assert set(figure.table["threshold"]) == {1.0}
     validate_jsonschema(figure.make(*figure.args, **figure.kwargs).to_dict(validate=False), load_schema())
-    assert view.figures({"m": trace}, None, None, start=0, end=4, threshold=2.5) == []  # no unit on: no chart
+    closest, = view.figures({"m": trace}, None, None, start=0, end=4, threshold=2.5)  # no unit on: the closest
+    assert list(dict.fromkeys(closest.table["unit"])) == ["unit 00", "unit 01", "unit 02", "unit 03"]
     assert "2 of the 4 units keep their cell state above 1" in view.summary(trace, 1, 3, 1.0)
-    assert view.summary(trace, 0, 4, 2.5).startswith("No unit's cell state stays above 2.5")
+    assert view.summary(trace, 0, 4, 2.5).startswith("No unit's cell state stays above 2.5 at every word of "
+                                                     "“the parcel never came .”: drawn are the 4 that come closest")
     many = gate_trace(np.full((3, 30), 4.0))
     drawn, = view.figures({"m": many}, None, None, start=0, end=2, threshold=1.0)
     assert drawn.table["unit"].nunique() == limits.UNITS_LIKE_THIS_DRAWN
