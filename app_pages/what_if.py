@@ -200,8 +200,7 @@ def force(ref, tokens, ranked) -> None:
         return
     st.markdown(ui.escape_markdown(VIEW.force_summary(forced)))
     st.markdown(words_line("Greedy", forced.original.tokens) + "  \n" + words_line("Forced", forced.forced.tokens))
-    side_by_side(ref, {"Greedy": forced.original, f"“{word}” forced at step {step + 1}": forced.forced},
-                 "what-if-force")
+    side_by_side(ref, {"Greedy": forced.original, "With the word forced": forced.forced}, "what-if-force")
 
 
 @ui.part(EDIT)
@@ -231,7 +230,7 @@ def edit(ref, tokens, ranked) -> None:
     if edited is None:
         return
     st.markdown(ui.escape_markdown(VIEW.edit_summary(edited)))
-    side_by_side(ref, {"Its own attention": edited.original, f"Step {step + 1} edited": edited.edited},
+    side_by_side(ref, {"Its own attention": edited.original, "With the step's attention edited": edited.edited},
                  "what-if-edit")
 
 
@@ -259,8 +258,8 @@ def change(ref, tokens, ranked) -> None:
     st.markdown(ui.escape_markdown(VIEW.change_summary(result)))
     st.markdown("**Before**: " + marked(result.before.tokens, result.differs_before)
                 + "  \n**After**: " + marked(result.after.tokens, result.differs_after))
-    side_by_side(ref, {"Your sentence": result.before, f"With “{word}”": result.after}, "what-if-change",
-                 marked={"Your sentence": result.differs_before, f"With “{word}”": result.differs_after})
+    side_by_side(ref, {"Your sentence": result.before, "With one word changed": result.after}, "what-if-change",
+                 marked={"Your sentence": result.differs_before, "With one word changed": result.differs_after})
 
 
 @ui.part(NEIGHBOURS)

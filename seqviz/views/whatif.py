@@ -91,18 +91,18 @@ class WhatIf(Translator):
 
     def draw(self, figure, traces, colours=None, step: int = 0, marked: Sequence[bool] | None = None,
              colour_by: str = "part", title: str = "{label}", **options):
-        """"next-words": the words offered at output ``step`` of each decode; "beam-tree": each search's tree;
+        """Titles name the model, never a setting (a template is built once and only its table changes).
+        "next-words": the words offered at output ``step`` of each decode; "beam-tree": each search's tree;
         "alignment": where each step of each decode looked (<eos> step included), output words ``marked`` get
         DIFFERS; "state-map": each (StateMap, SentencePath), coloured by ``colour_by``."""
         figures = []
         for label, trace in traces.items():
-            name = title.format(label=label)
+            name = title.replace("{label}", label)  # (not str.format: a word of a visitor's model may hold braces)
             if figure == "next-words":
                 at = min(step, len(trace.steps) - 1)
-                figures.append(charts.make("next-words", trace.steps[at],
-                                           f"{name}: step {at + 1}, the words it offered").of(label))
+                figures.append(charts.make("next-words", trace.steps[at], f"{name}: the words it offered").of(label))
             elif figure == "beam-tree":
-                figures.append(charts.make("beam-tree", trace, f"{name}: beam search, width {trace.width}").of(label))
+                figures.append(charts.make("beam-tree", trace, f"{name}: beam search's tree").of(label))
             elif figure == "alignment" and trace.weights is not None and len(trace.steps):
                 rows = [*trace.tokens, *(["<eos>"] if trace.ended else [])]
                 if marked is not None:

@@ -241,3 +241,24 @@ def test_every_chart_with_every_section_open_is_valid_vega_lite():
     assert [s["usermeta"]["seqviz"]["figure"] for s in specs] == [*DECODING, "state-map"]
     for spec in specs:
         validate_jsonschema(spec, load_schema())
+
+
+@pytest.mark.parametrize(("kind", "key", "value", "figure"), [
+    ("slider", "beam", 6, "beam-tree"), ("select_slider", "nstep", 0, "next-words"),
+    ("selectbox", "fword", "câble", "alignment")])
+def test_moving_a_setting_sends_new_tables_and_the_same_charts(kind, key, value, figure):
+    """A setting reruns its part alone and changes a table, never a chart's spec: the browser swaps the data in the
+    chart it has (titles name the model, not the setting)."""
+    import json
+
+    def sent(at):
+        return [(chart.proto.spec, [d.data.data for d in chart.proto.datasets]) for chart in at.get("vega_lite_chart")
+                if json.loads(chart.proto.spec)["usermeta"]["seqviz"]["figure"] == figure]
+
+    at = open_what_if(s=SENTENCE)
+    before = sent(at)
+    getattr(at, kind)(key=key).set_value(value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    after = sent(at)
+    assert after and {spec for spec, _ in after} <= {spec for spec, _ in before}
+    assert any(tables not in [old for _, old in before] for _, tables in after), "no table changed"
