@@ -127,7 +127,7 @@ WHATIF_MAP_STATES = 3_000  # held-out encoder states on the map of states (PCA)
 
 # /lstm-gates, "units like this" (seqviz.analysis.units_like_this): held-out cell states are replayed once per model
 # (cached by fingerprint, built only when the visitor asks), on at most this many held-out sentences.
-UNITS_LIKE_THIS_SENTENCES = 500  # about 0.6 s of gate replay for the shipped email LSTM on this 2-core machine
+UNITS_LIKE_THIS_SENTENCES = 500  # 1.3 to 2.5 s of gate replay for the shipped LSTMs on this busy 2-core machine
 UNITS_LIKE_THIS_SHOWN = 12  # matching spans listed, the strongest first
 UNITS_LIKE_THIS_DRAWN = 10  # units drawn as lines across the sentence (the strongest; all of them are searched)
 UNITS_LIKE_THIS_THRESHOLD = (0.0, 3.0)  # the threshold ℓ on the cell state c_t

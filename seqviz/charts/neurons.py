@@ -77,12 +77,15 @@ def scores_chart(d_k: int = 16) -> alt.HConcatChart:
             color=alt.Color(f"{column}:Q", scale=scale, legend=None),
             tooltip=[alt.Tooltip("word:N"), *(alt.Tooltip(f"{c}:Q", format=".4f") for c in STEP_COLUMNS)])
         # A number on a dark cell is white, on a light one black: the cell's fill, not the page's theme, is behind it.
-        dark = "datum.magnitude > 0.5" if weight else "datum.magnitude > 0.6 * datum.largest"
+        # A diverging scale with 0 at its middle is darkest at each side's own end: -44 and +11 are both dark.
+        dark = (f"datum['{column}'] > 0.5" if weight else
+                f"(datum['{column}'] > 0 && datum['{column}'] > 0.6 * datum.top) || "
+                f"(datum['{column}'] < 0 && datum['{column}'] < 0.6 * datum.bottom)")
         text = base.mark_text(fontSize=11).encode(
             text=alt.Text(f"{column}:Q", format=".3f" if weight else "+.2f"),
             color=alt.condition(dark, alt.value("white"), alt.value("black")))
-        panels.append(alt.layer(rect, text, data=table()).transform_calculate(
-            magnitude=f"abs(datum['{column}'])").transform_joinaggregate(largest="max(magnitude)").properties(
+        panels.append(alt.layer(rect, text, data=table()).transform_joinaggregate(
+            top=f"max({column})", bottom=f"min({column})").properties(
             title=alt.TitleParams(head, anchor="middle", fontSize=12), width=72, height=alt.Step(20)))
     # Each column its own colour scale (a concatenation shares one by default: the weights took the scores' colours).
     return alt.hconcat(*panels, spacing=4).resolve_scale(color="independent").properties(
