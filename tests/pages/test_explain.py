@@ -1,10 +1,11 @@
 """/explain: attention beside what the output depended on, for translators and for the attention classifier."""
 
 import re
-from pathlib import Path
 
+import pytest
 from checkpoint_files import tiny_checkpoint
-from conftest import all_text, figures_shown, set_sentence
+from conftest import APP, all_text, figures_shown, set_sentence
+from streamlit.testing.v1 import AppTest
 
 from seqviz import views, zoo
 from seqviz.analysis.explain import explain_classification, explain_translation
@@ -17,6 +18,17 @@ PAGE = "app_pages/explain.py"
 
 def plain(at) -> str:
     return all_text(at).replace("\\", "")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def held_out_studies():
+    """The page's held-out studies are computed once per server, by its first visitor's run (seqviz.ui.models
+    caches them): open the page once, with the time a loaded machine needs for them, so that each test's runs
+    read them from the cache within the usual 60 s."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
 
 
 def test_the_sentences_numbers_on_screen_are_the_analysis_numbers(open_page):
@@ -72,9 +84,7 @@ def test_one_word_leaves_tau_undefined_never_nan(open_page):
 
 
 def test_a_visitors_translator_works_on_the_page():
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=240)
+    at = AppTest.from_file(APP, default_timeout=240)
     at.run()
     at.sidebar.file_uploader[0].upload("tiny-dot.safetensors", tiny_checkpoint("dot-translator")).run()
     at.switch_page(PAGE).run()
