@@ -81,6 +81,7 @@ def inside_one_head(ref, tokens) -> None:
     st.caption("Red: positive numbers, blue: negative. Where q and k_j have the same sign the product is positive "
                "and raises q · k_j; opposite signs lower it.")
     ui.show(NEURONS, {ref.label: trace}, "transformer-neuron-scores", figure="neuron-scores", **chosen)
+    ui.show(NEURONS, {ref.label: trace}, "transformer-neuron-mix", figure="neuron-mix", **chosen)
     st.markdown(ui.escape_markdown(views.get(NEURONS).summary(trace, **chosen)))
 
 

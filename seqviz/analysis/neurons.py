@@ -57,13 +57,13 @@ class NeuronTrace:
         scaled = dots / math.sqrt(q.shape[0])  # (T,): (1) score_ij
         weights = softmax(scaled, allowed)  # (T,): (2) α_ij
         return NeuronStep(tokens=list(self.tokens), layer=layer, head=head, query=query, q=q, keys=k,
-                          products=products, dots=dots, scaled=scaled, weights=weights, allowed=allowed,
+                          products=products, dots=dots, scaled=scaled, weights=weights, allowed=allowed, values=v,
                           mixed=weights @ v, model_weights=self.weights[layer, head, query].astype(np.float64))
 
 
 @dataclass(frozen=True)
 class NeuronStep:
-    """One query word of one head: its q, every k_j, their products and the three steps."""
+    """One query word of one head: its q, every k_j and v_j, their products and the three steps."""
 
     tokens: list[str]
     layer: int  # 0-based
@@ -76,6 +76,7 @@ class NeuronStep:
     scaled: np.ndarray  # (T,) q · k_j / √d_k: step (1)
     weights: np.ndarray  # (T,) softmax of the scaled scores over the allowed words: step (2)
     allowed: np.ndarray  # (T,) bool, the model's mask for this query
+    values: np.ndarray  # (T, d_k) v_j
     mixed: np.ndarray  # (d_k,) Σ_j α_j v_j: step (3), this head's output for the word
     model_weights: np.ndarray  # (T,) the weights the model's own forward pass returned, for comparison
 
@@ -143,6 +144,6 @@ def summary(step: NeuronStep) -> str:
             f"({step.dots[highest]:+.2f}); divided by √d_k = {root:.2f} that is a score of "
             f"{step.scaled[highest]:+.2f}. (2) The softmax turns the scores into weights that add to 1: the most, "
             f"{step.weights[top]:.1%}, goes to “{words[top]}” (word {top + 1}). (3) The head's output for the word "
-            f"is that mix of the words' value vectors. These weights, recomputed from the q and k shown, differ "
-            f"from the model's own by at most {agree:.0e}.")
+            f"is the mix of the words' value vectors v_j by those weights. These weights, recomputed from the q and "
+            f"k shown, differ from the model's own by at most {agree:.0e}.")
     return said

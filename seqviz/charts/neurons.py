@@ -11,21 +11,39 @@ from seqviz.charts.base import _on_canvas, position_labels, table
 from seqviz.charts.figure import Figure, drawn, figure
 from seqviz.charts.heatmaps import heatmap_data
 
-VECTOR_PANELS = ("query q", "keys k_j", "products q ⊙ k_j")
+VECTOR_PANELS = {"query q": "The query q of the word asking", "keys k_j": "Every word's key k_j",
+                 "products q ⊙ k_j": "Products q ⊙ k_j: each row adds up to q · k_j"}
+MIX_PANELS = {"values v_j": "(3) Every word's value v_j, weighted by its α_j",
+              "output Σ α_j v_j": "The mix Σ_j α_j v_j: the head's output for the word"}
 STEP_COLUMNS = ("q·k_j", "q·k_j/√d_k", "softmax α_j")  # steps (1) and (2), as the table names them
+
+
+def _panels_data(step, panels) -> pd.DataFrame:
+    """One row per (panel, row, dimension) of (panel name, (rows, d_k) matrix, row labels) triples."""
+    dims = [f"{d + 1:0{max(2, len(str(step.d_k)))}d}" for d in range(step.d_k)]
+    frames = []
+    for name, matrix, rows in panels:
+        frame = heatmap_data(matrix, rows, dims)
+        frame.insert(0, "panel", name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True).rename(columns={"row": "word", "column": "dimension"})
 
 
 def vectors_data(step) -> pd.DataFrame:
     """One row per (panel, word, dimension) of a seqviz.analysis.neurons.NeuronStep: q_i, every k_j, every q_i ⊙ k_j."""
     words = position_labels(step.tokens)
-    dims = [f"{d + 1:0{max(2, len(str(step.d_k)))}d}" for d in range(step.d_k)]
-    frames = []
-    for name, matrix, rows in ((VECTOR_PANELS[0], step.q[None, :], [f"q of {words[step.query]}"]),
-                               (VECTOR_PANELS[1], step.keys, words), (VECTOR_PANELS[2], step.products, words)):
-        frame = heatmap_data(matrix, rows, dims)
-        frame.insert(0, "panel", name)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True).rename(columns={"row": "word", "column": "dimension"})
+    names = list(VECTOR_PANELS)
+    return _panels_data(step, ((names[0], step.q[None, :], [f"q of {words[step.query]}"]),
+                               (names[1], step.keys, words), (names[2], step.products, words)))
+
+
+def mix_data(step) -> pd.DataFrame:
+    """Step (3) of a NeuronStep: every value v_j (its row named with its weight α_j) and the mix Σ_j α_j v_j."""
+    words = position_labels(step.tokens)
+    names = list(MIX_PANELS)
+    weighted = [f"{w} · α {a:.2f}" for w, a in zip(words, step.weights, strict=True)]
+    return _panels_data(step, ((names[0], step.values, weighted),
+                               (names[1], step.mixed[None, :], [f"output for {words[step.query]}"])))
 
 
 def dimension_px(d_k: int) -> int:
@@ -33,24 +51,32 @@ def dimension_px(d_k: int) -> int:
     return max(4, min(14, 224 // max(d_k, 1)))
 
 
+def _vector_panels(titles: dict[str, str], cell: int, description: str) -> alt.VConcatChart:
+    """Heatmaps of the table's panels (``titles``: panel -> title), one above the other, numbers per head as
+    columns, each with its own diverging colour scale (red positive, blue negative)."""
+    panels = [alt.Chart(table()).mark_rect().encode(
+        x=alt.X("dimension:N", sort="ascending", title="number d of the head's d_k",
+                axis=alt.Axis(labels=False, ticks=False, orient="top")),
+        y=alt.Y("word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelLimit=150)),
+        color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), title=None,
+                        legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=160)),
+        tooltip=[alt.Tooltip("word:N"), alt.Tooltip("dimension:N"), alt.Tooltip("value:Q", format=".3f")],
+    ).transform_filter(alt.datum.panel == name).properties(title=title, width=alt.Step(cell), height=alt.Step(15))
+        for name, title in titles.items()]
+    return _on_canvas(alt.vconcat(*panels, spacing=18).resolve_scale(color="independent"), description)
+
+
 def vectors_chart(cell: int = 14) -> alt.VConcatChart:
-    """Three heatmaps, numbers per head as columns: the query q_i (one row), every key k_j, every product q_i ⊙ k_j
-    (rows: the words). Each row of the products adds up to q_i · k_j (a template of ``vectors_data``)."""
-    titles = {VECTOR_PANELS[0]: "The query q of the word asking", VECTOR_PANELS[1]: "Every word's key k_j",
-              VECTOR_PANELS[2]: "Products q ⊙ k_j: each row adds up to q · k_j"}
-    panels = []
-    for name in VECTOR_PANELS:
-        panels.append(alt.Chart(table()).mark_rect().encode(
-            x=alt.X("dimension:N", sort="ascending", title="number d of the head's d_k",
-                    axis=alt.Axis(labels=False, ticks=False, orient="top")),
-            y=alt.Y("word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelLimit=120)),
-            color=alt.Color("value:Q", scale=alt.Scale(scheme="redblue", domainMid=0, reverse=True), title=None,
-                            legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=160)),
-            tooltip=[alt.Tooltip("word:N"), alt.Tooltip("dimension:N"), alt.Tooltip("value:Q", format=".3f")],
-        ).transform_filter(alt.datum.panel == name).properties(
-            title=titles[name], width=alt.Step(cell), height=alt.Step(15)))
-    return _on_canvas(alt.vconcat(*panels, spacing=18).resolve_scale(color="independent"),
-                      "Heatmaps of the query vector, every key vector and their products, number by number")
+    """Three heatmaps: the query q_i (one row), every key k_j, every product q_i ⊙ k_j (rows: the words). Each row of
+    the products adds up to q_i · k_j (a template of ``vectors_data``; ``cell`` from ``dimension_px``)."""
+    return _vector_panels(VECTOR_PANELS, cell,
+                          "Heatmaps of the query vector, every key vector and their products, number by number")
+
+
+def mix_chart(cell: int = 14) -> alt.VConcatChart:
+    """Two heatmaps: every value v_j (rows: the words, with their weights α_j) and the head's output Σ_j α_j v_j (a
+    template of ``mix_data``)."""
+    return _vector_panels(MIX_PANELS, cell, "Heatmaps of every value vector and of their mix by the weights")
 
 
 def scores_data(step) -> pd.DataFrame:
@@ -96,6 +122,12 @@ def scores_chart(d_k: int = 16) -> alt.HConcatChart:
 def neuron_vectors(step) -> Figure:
     """BertViz's neuron view, its vectors: q_i, every k_j and their products q_i ⊙ k_j, for one head and word."""
     return drawn(vectors_chart, vectors_data(step), dimension_px(step.d_k))
+
+
+@figure("neuron-mix")
+def neuron_mix(step) -> Figure:
+    """Step (3) inside the head: every value v_j with its weight α_j, and the mix Σ_j α_j v_j."""
+    return drawn(mix_chart, mix_data(step), dimension_px(step.d_k))
 
 
 @figure("neuron-scores")

@@ -50,9 +50,10 @@ class Neurons(View):
 
         return summary(trace.step(layer, head, query))
 
-    figure_names = ("neuron-vectors", "neuron-scores")
+    figure_names = ("neuron-vectors", "neuron-scores", "neuron-mix")
 
     def draw(self, figure, traces, colours=None, layer: int = 0, head: int = 0, query: int = 0, **options):
-        """"neuron-vectors": q, every k_j and their products; "neuron-scores": q·k_j, ÷√d_k and the softmax; both for
-        layer ``layer``, head ``head`` and query word ``query`` (0-based) of each trace."""
+        """"neuron-vectors": q, every k_j and their products; "neuron-scores": q·k_j, ÷√d_k and the softmax;
+        "neuron-mix": every v_j and Σ_j α_j v_j; each for layer ``layer``, head ``head`` and query word ``query``
+        (0-based) of each trace."""
         return [charts.make(figure, t.step(layer, head, query)) for t in traces.values()]

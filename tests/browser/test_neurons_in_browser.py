@@ -52,13 +52,14 @@ def test_the_neuron_view(app_url, look):
     section = main.get_by_text("3. Inside one head", exact=False)
     expect(section).to_be_visible()
     charts = main.locator("[data-testid=stVegaLiteChart]")
-    # attention-heads, then the neuron view's two: q/k/products, then q·k, ÷√d_k and softmax
-    vectors, scores = charts.nth(1), charts.nth(2)
+    # attention-heads, then the neuron view's three: q/k/products, then q·k, ÷√d_k and softmax, then the mix
+    vectors, scores, mix = charts.nth(1), charts.nth(2), charts.nth(3)
     expect(vectors).to_have_attribute("aria-label", re.compile("^Heatmaps of the query vector"))  # on a canvas
     expect(scores).to_contain_text("softmax α_j")
+    expect(mix).to_have_attribute("aria-label", re.compile("^Heatmaps of every value vector"))
     expect(scores).to_contain_text("08 charger")
     expect(main.get_by_text("asks with q of 16 numbers")).to_be_visible()
-    _charts_on_screen(page, [vectors, scores], width)
+    _charts_on_screen(page, [vectors, scores, mix], width)
     section.scroll_into_view_if_needed()
     full_page_screenshot(page, f"neurons-{name}")
 

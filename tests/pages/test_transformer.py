@@ -12,8 +12,8 @@ def test_chapter_shapes_printed(open_page):
 
 def test_attention_maps_timing_and_self_test(open_page):
     at = open_page(PAGE)
-    assert figures_shown(at) == ["attention-heads", "neuron-vectors", "neuron-scores", "attention-heads",
-                                 "layer-timing", "throughput"]
+    assert figures_shown(at) == ["attention-heads", "neuron-vectors", "neuron-scores", "neuron-mix",
+                                 "attention-heads", "layer-timing", "throughput"]
     text = all_text(at)
     assert "320 steps in a row" in text and "needed one step" in text
     assert "all the positions of a sequence at the same moment" in text

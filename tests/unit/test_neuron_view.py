@@ -116,3 +116,32 @@ def test_the_views_figures_and_summary(classifier):
     assert f"layer 2, head 3, “{tokens[7]}” (word 8)" in said
     assert f"{step.weights[top]:.1%}, goes to “{tokens[top]}” (word {top + 1})" in said
     assert charts.make("neuron-scores", step).table.shape == (len(tokens), 6)
+
+
+def test_the_mix_is_the_heads_output(classifier):
+    """Step (3): Σ_j α_j v_j of every head, side by side and through W_O, is what the first block's attention returns
+    for the word (its input: the word and position vectors, as the model adds them)."""
+    tokens = SENTENCES[1].split()
+    vocab = classifier.vocabularies["tokens"]
+    trace = neuron_trace(classifier.model, tokens, vocab)
+    model, block = classifier.model, classifier.model.blocks[0]
+    with torch.inference_mode():
+        ids = torch.tensor([vocab.encode(tokens)])  # (1, T)
+        x = model.embed(ids) + model.positions(torch.arange(len(tokens)))[None]  # (1, T, D)
+        expected = block.attn(block.norm1(x))[0][0]  # (T, D)
+        for query in range(len(tokens)):
+            heads = np.concatenate([trace.step(0, head, query).mixed for head in range(trace.shape[1])])  # (D,)
+            mixed = block.attn.o(torch.tensor(heads, dtype=torch.float32))  # (D,)
+            np.testing.assert_allclose(mixed.numpy(), expected[query].numpy(), atol=1e-5, rtol=0)
+
+
+def test_the_mix_figure(classifier):
+    tokens = SENTENCES[0].split()
+    trace = neuron_trace(classifier.model, tokens, classifier.vocabularies["tokens"])
+    step = trace.step(0, 1, 2)
+    figure, = views.get("neurons").figures({"t": trace}, None, "neuron-mix", layer=0, head=1, query=2)
+    assert figure.name == "neuron-mix" and len(figure.table) == step.d_k * (len(tokens) + 1)
+    output = figure.table[figure.table.panel == "output Σ α_j v_j"]
+    np.testing.assert_allclose(output["value"], step.weights @ step.values)
+    assert f"08 charger · α {step.weights[7]:.2f}" in set(figure.table["word"])
+    validate_jsonschema(figure.make(*figure.args, **figure.kwargs).to_dict(validate=False), load_schema())
