@@ -26,15 +26,21 @@ TRAINING_PATH = ("train.py", "driver.py", "runs.py", "tasks", "families.py", "ch
                  "models", "data")  # under seqviz/: what a run's weights follow from
 
 
-@functools.cache
-def code_version() -> str:
-    """sha256 of the training path's source files, in a fixed order."""
+def sources_version(names: tuple[str, ...]) -> str:
+    """sha256 of these source files under seqviz/ (a name not ending in .py: a package's files), in a fixed
+    order."""
     digest = hashlib.sha256()
-    for name in TRAINING_PATH:
+    for name in names:
         path = PACKAGE / name
         for file in [path] if name.endswith(".py") else sorted(path.rglob("*.py")):  # a file, or a package's files
             digest.update(str(file.relative_to(PACKAGE)).encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+@functools.cache
+def code_version() -> str:
+    """sha256 of the training path's source files, in a fixed order (once per process)."""
+    return sources_version(TRAINING_PATH)
 
 
 @functools.cache

@@ -161,8 +161,8 @@ def train_config(name: str):
 
 
 def train_and_save(name: str, directory: Path | None = None, progress=None, stop=None) -> dict:
-    """Train the zoo model ``name`` from scratch (the one driver), evaluate it on held-out data, save it; returns
-    its document. A stopped training saves nothing."""
+    """Train the zoo model ``name`` from scratch (the one driver), evaluate it on held-out data, save it with its
+    held-out studies beside it; returns its document. A stopped training saves nothing."""
     from seqviz import driver
 
     def finished(result) -> bool:
@@ -170,7 +170,14 @@ def train_and_save(name: str, directory: Path | None = None, progress=None, stop
             raise RuntimeError(f"training of {name!r} was stopped after {result.steps} steps; nothing saved")
         return True
 
-    trained = driver.run(recipe(name), path(name, directory), progress=progress, stop=stop, finished=finished)
+    from seqviz import checkpoints, studies
+
+    saved = path(name, directory)
+    trained = driver.run(recipe(name), saved, progress=progress, stop=stop, finished=finished)
+    checkpoint = checkpoints.load(saved)
+    found = studies.measure(checkpoint)  # its held-out studies, shipped beside it (seqviz.studies)
+    if found:
+        studies.write(saved, checkpoint, found)
     return trained.document
 
 

@@ -18,6 +18,7 @@ class View:
     task: ClassVar[str | None] = None  # only models trained on this task fit (None: any task)
     trace_kind: ClassVar[str] = ""  # what trace() computes; views that compute the same share one cached trace
     needs_sentence: ClassVar[bool] = True  # False: the view reads held-out data, not the visitor's sentence
+    ships_study: ClassVar[bool] = False  # its held_out() study of a shipped model ships beside it (seqviz.studies)
     figure_names: ClassVar[tuple[str, ...]] = ()  # the figures it draws (seqviz.charts factories), its main one first
 
     def __init_subclass__(cls, **kwargs) -> None:

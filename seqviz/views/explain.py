@@ -64,6 +64,7 @@ class ExplainTranslation(Translator):
     name = "explain-translation"
     fits_text = "any translator with attention"
     trace_kind = "explain-translation"
+    ships_study = True
 
     def requires(self, family):
         return family.translates and family.attends
@@ -155,6 +156,7 @@ class ExplainClassifier(View):
     fits_text = "any email classifier that attends (the attention-pooled LSTM, the transformer)"
     task = "emails"
     trace_kind = "explain-classifier"
+    ships_study = True
 
     def requires(self, family):
         return family.attends and not family.translates
