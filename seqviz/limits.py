@@ -98,6 +98,11 @@ TRAIN_MAX_SEED = 2**31 - 1  # seeds 0 .. this
 EXPLAIN_HELD_OUT_SENTENCES = 40  # translations: τ per output word, and exact match with attention replaced
 EXPLAIN_HELD_OUT_EMAILS = 200  # the attention classifier: τ per email, and the permutation test
 EXPLAIN_PERMUTATIONS = 10  # shuffles of each email's attention weights in the permutation test
+# Integrated gradients of one sentence: more points along the path (seqviz.analysis.explain.importance.IG_STEPS) only
+# while output words × points × source words stay within this; past it the completeness gap left is said. A chapter
+# sentence gets them where few of its words need them; a long paste keeps the gap it has (said on the page).
+IG_PATH_POINTS = 60_000
+IG_MIN_POINTS = 8  # the fewest points along the path, for a long runaway translation
 
 # Classes (seqviz.store.classes): a teacher's class, its members (labs) and its board of posted runs.
 CLASS_CODE_CHARS = 8  # the student link's code, ?c= (Crockford base32: 40 bits, typed from a projector easily)

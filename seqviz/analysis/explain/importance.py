@@ -166,11 +166,20 @@ def _measure(
 
 def _integrated_gradients(method, inputs: torch.Tensor, steps: list[int], extra: tuple) -> tuple[torch.Tensor, ...]:
     """Integrated gradients of each row's output (R, T) and their completeness gaps (R,): IG_STEPS[0] points for
-    every row, then more for the rows whose gap is still over COMPLETENESS_TOLERANCE."""
+    every row (fewer, down to IG_MIN_POINTS, where rows × points × words would pass seqviz.limits.IG_PATH_POINTS),
+    then more for the rows whose gap is still over COMPLETENESS_TOLERANCE while they stay within it (a long
+    sentence keeps the gap it has)."""
+    from seqviz.limits import IG_MIN_POINTS, IG_PATH_POINTS
+
     per_word = torch.zeros(inputs.shape[:2], dtype=inputs.dtype)  # (R, T)
     gap = torch.full((len(steps),), torch.inf, dtype=inputs.dtype)  # (R,)
     todo = torch.arange(len(steps))  # (K,) rows still over the tolerance
-    for n in IG_STEPS:
+    words = inputs.shape[1]
+    for number, n in enumerate(IG_STEPS):
+        if number and len(todo) * n * words > IG_PATH_POINTS:
+            break
+        if not number:  # a long runaway translation: fewer points for every row at once, its gaps said
+            n = min(n, max(IG_MIN_POINTS, IG_PATH_POINTS // max(1, len(todo) * words)))
         path, delta = method.attribute(
             inputs[todo], baselines=0.0, target=[steps[i] for i in todo], n_steps=n,
             additional_forward_args=tuple(x[todo] for x in extra), internal_batch_size=batches.ROWS_PER_BATCH,
