@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from checkpoint_files import hostile_files, rewrite_meta, tiny_checkpoint
-from conftest import all_text, lab_cookie
+from conftest import all_text, figures_shown, lab_cookie
 from sqlalchemy import update
 from streamlit.testing.v1 import AppTest
 
@@ -83,7 +83,7 @@ def test_uploaded_models_on_every_page_that_fits(files):
         at.selectbox(key="gates").set_value(f"{name} (yours)").run()
         assert not at.exception
         assert f"{name} (yours)" in all_text(at)
-        assert charts(at) == 3
+        assert figures_shown(at) == ["gates", "unit-lines", "mean-forget", "units-like-this"]
 
     # /vanishing-gradients: saliency and ‖∂h_T/∂h_k‖ of the LSTM classifier
     on(at, "app_pages/vanishing_gradients.py")
