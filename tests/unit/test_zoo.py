@@ -35,9 +35,18 @@ def test_the_classifiers_and_memory_models_are_shipped():
     assert not missing, f"run `python -m seqviz train {' '.join(missing)}`"
 
 
-def test_every_model_is_one_file():
-    assert sorted(p.name for p in zoo.ASSETS_DIR.iterdir() if p.suffix != ".md") == sorted(
-        f"{name}.safetensors" for name in SHIPPED)
+def test_every_model_is_one_file_with_its_held_out_studies_beside_it():
+    """One weights file per model, and a studies file beside exactly those a study view measures (nothing else)."""
+    from seqviz import studies
+
+    def measured(name: str) -> bool:
+        spec = zoo.entry(name)
+        return any(view.fits(spec.family, spec.task) for view in studies.study_views())
+
+    expected = [f"{name}.safetensors" for name in SHIPPED]
+    expected += [f"{name}{studies.SUFFIX}" for name in SHIPPED if measured(name)]
+    assert any(name.endswith(studies.SUFFIX) for name in expected)  # (the zoo ships studies at all)
+    assert sorted(p.name for p in zoo.ASSETS_DIR.iterdir() if p.suffix != ".md") == sorted(expected)
     assert zoo.path("lstm") == zoo.ASSETS_DIR / "lstm.safetensors"
 
 
