@@ -37,11 +37,36 @@ def test_chapter_code_shapes():
     assert shapes.mixed == (8, 40, 64) and shapes.weights == (8, 40, 40)
 
 
-def test_forward_times_cover_both_layers():
+class _Clock:
+    """A stand-in for time.perf_counter: each timed call (a start, then an end) lasts the next of ``durations``
+    seconds; between calls, 10 s pass (so a mix-up of start and end shows)."""
+
+    def __init__(self, durations):
+        self.durations, self.now, self.calls = list(durations), 0.0, 0
+
+    def perf_counter(self):
+        self.calls += 1
+        if self.calls % 2 == 0:  # an end
+            self.now += self.durations[(self.calls // 2 - 1) % len(self.durations)]
+        else:  # a start
+            self.now += 10.0
+        return self.now
+
+
+def test_median_ms_is_the_median_of_the_repeats_in_milliseconds(monkeypatch):
+    clock = _Clock([0.001, 0.009, 0.003])
+    monkeypatch.setattr(timing, "time", clock)
+    calls = []
+    assert timing._median_ms(lambda: calls.append(1), repeats=3) == pytest.approx(3.0)  # not the mean (4.33)
+    assert len(calls) == 4  # a warm-up call, untimed, then the 3 repeats
+
+
+def test_forward_times_cover_both_layers_with_their_measured_medians(monkeypatch):
+    monkeypatch.setattr(timing, "time", _Clock([0.002]))  # every timed call takes 2 ms
     rows = timing.forward_times(lengths=(4, 8), repeats=1)
-    assert {(r.length, r.layer) for r in rows} == {(n, layer) for n in (4, 8)
-                                                   for layer in (timing.LSTM_LABEL, timing.ATTENTION_LABEL)}
-    assert all(r.milliseconds > 0 for r in rows)
+    assert [(r.length, r.layer) for r in rows] == [(n, layer) for n in (4, 8)
+                                                   for layer in (timing.LSTM_LABEL, timing.ATTENTION_LABEL)]
+    assert [r.milliseconds for r in rows] == pytest.approx([2.0] * 4)
 
 
 @pytest.mark.parametrize("scale", [0.5, 1.0, 3.0])

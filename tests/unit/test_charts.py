@@ -192,3 +192,43 @@ def test_only_the_bound_is_grey_dotted_as_the_title_says():
     assert bound["mark"]["color"] == GREY and bound["mark"]["strokeDash"] == [2, 3]
     dashes = measured["encoding"]["strokeDash"]["scale"]["range"]
     assert all(dash[0] > 2 for dash in dashes[1:]), dashes  # solid, dashed, dash-dot: no short-dash dots
+
+
+# --- Text alternatives (seqviz.charts.describe): what a screen reader reads for a chart ---------------------
+
+
+def test_a_heatmaps_text_alternative_names_it_and_its_extremes():
+    from seqviz.charts.describe import describe
+
+    chart = alignment_chart(title="Where the translator looked")
+    table = alignment_data(["where", "is", "it"], ["où", "est"], np.array([[0.9, 0.05, 0.05], [0.1, 0.8, 0.1]]))
+    text = describe(chart.to_dict(), table)
+    assert text.startswith("Where the translator looked: a heatmap of attention weights. 6 rows.")
+    assert "weight from 0.05 (01 où, 02 is) to 0.9 (01 où, 01 where)" in text
+    assert text.endswith("Every number is in the chart's CSV download.")
+
+
+def test_an_untitled_charts_text_alternative_says_what_its_table_holds():
+    import pandas as pd
+
+    from seqviz.charts.describe import describe
+
+    table = pd.DataFrame({"source word": ["01 a", "02 b"], "score": [1.0, 3.0], "flag": [True, False]})
+    text = describe({"mark": "bar"}, table)
+    assert text.startswith("A chart of score by source word, flag. 2 rows. "
+                           "score from 1 (01 a, True) to 3 (02 b, False).")
+    constant = describe({"mark": "bar", "title": ["Two", "lines"]}, table.assign(score=2.0))
+    assert constant.startswith("Two lines. 2 rows. score 2 throughout.")
+    assert describe({"mark": "bar"}, pd.DataFrame()).startswith("A chart. It has no data.")
+
+
+def test_a_long_text_alternative_is_cut_but_keeps_where_the_numbers_are():
+    import pandas as pd
+
+    from seqviz.charts.describe import MAX_CHARS, describe
+
+    table = pd.DataFrame({"word": ["x " * 100, "y " * 100], "value": [0.0, 1.0]})
+    text = describe({"mark": "bar", "title": "t"}, table)  # a visitor's long word is cut in a row's name
+    assert "value from 0 (x x x" in text and "…) to 1 (y y y" in text and len(text) < 250
+    text = describe({"mark": "bar", "title": "a long title " * 60}, table)
+    assert len(text) <= MAX_CHARS and text.endswith("… Every number is in the chart's CSV download.")

@@ -1,5 +1,7 @@
 """The registry: shipped and visitor models behind one reference, views decided by what a model can trace."""
 
+import pickle
+
 import pytest
 from checkpoint_files import rewrite_meta, tiny_checkpoint
 from hypothesis import HealthCheck, given, settings
@@ -60,7 +62,11 @@ def test_views_fit_shipped_models_by_their_family_traits_and_every_fitting_model
         if view.needs_sentence:
             for name in fitting(view.name):
                 checkpoint = zoo.load(name)
-                assert view.trace(checkpoint.model, checkpoint.vocabularies, tokens) is not None, (view.name, name)
+                trace = view.trace(checkpoint.model, checkpoint.vocabularies, tokens)
+                # what View.trace promises: a value (numpy, no tensor of the model) safe to cache and share
+                assert trace is not None and trace != {} and trace != [], (view.name, name)
+                pickled = pickle.dumps(trace)
+                assert b"torch" not in pickled, (view.name, name, "the trace holds torch objects")
 
 
 def test_names_are_cleaned_and_bounded():

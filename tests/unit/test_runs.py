@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
-from seqviz import limits
+from seqviz import families, limits
 from seqviz.runs import PRESETS, TASKS, RunSpec, preset, task_families
 
 
@@ -14,10 +15,12 @@ def test_every_family_of_every_task_builds_a_small_model():
         for family in task_families(task):
             spec = RunSpec(task=task, family=family, embedding=8, hidden=8, heads=2, layers=1, steps=3)
             model, built_task, config = spec.build()
-            assert model is not None
+            assert isinstance(model, families.get(family).model_class), (task, family, type(model))
+            learned = (sum(int(np.prod(np.shape(v))) for v in model.state_dict().values())
+                       if not isinstance(model, torch.nn.Module) else sum(p.numel() for p in model.parameters()))
+            assert learned == spec.num_parameters() > 0, (task, family)  # the model built is the one counted
             assert built_task.name == task
             assert config.steps == 3 and config.seed == 0
-            assert spec.num_parameters() > 0
 
 
 @pytest.mark.parametrize(
