@@ -14,6 +14,7 @@ import streamlit as st
 
 from seqviz import charts
 from seqviz.charts.base import LEGEND_ROW_PX, TABLE, draws_table, legend_rows, wrap_titles
+from seqviz.charts.describe import describe
 
 # Altair checks every chart part against the Vega-Lite schema as it is built, then the whole chart again
 # when it is turned into a spec: about half of a page's script time. seqviz's charts are checked once, by the
@@ -34,6 +35,8 @@ def draw(figure: charts.Figure, name: str) -> None:
     most of them unchanged. A template gets the figure's table as its data: its spec is the same for every
     sentence, so the browser keeps the chart it has and swaps in the new table, rather than compiling a new chart.
     The figure's name goes with the chart (Vega-Lite's ``usermeta``), for tests and tools to know which it is.
+    A screen reader reads the chart as its text alternative (seqviz.charts.describe: its title and its table's main
+    numbers), not as "Vega visualization" or a jumble of tick labels.
     """
     template = _template(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args),
                          dict(figure.kwargs), figure.make)
@@ -44,7 +47,7 @@ def draw(figure: charts.Figure, name: str) -> None:
         # Keep the chart's own fixed tables (a reference point, say) beside the sentence's.
         spec = {**spec, "datasets": {**spec.get("datasets", {}), TABLE: table}}
     st.vega_lite_chart(spec=spec, width="content" if _has_own_width(template) else "stretch",
-                       height=_height_of(template, spec))
+                       height=_height_of(template, spec), alt=describe(spec, figure.table))
     row = st.container(horizontal=True)
     row.download_button("CSV", data=_csv_of(figure.table), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")
