@@ -155,9 +155,29 @@ def test_the_pooling_trace(vocab):
 def test_saliency_reaches_every_word(vocab):
     from seqviz.analysis.gradients import saliency
 
-    model = tiny(vocab).requires_grad_(False)
-    result = saliency(model, SENTENCES[0], vocab)
-    assert len(result.tokens) == len(SENTENCES[0])
+    model = tiny(vocab).requires_grad_(False).double()  # float64: the finite differences below are then exact enough
+    sentence = SENTENCES[0]
+    result = saliency(model, sentence, vocab)
+    assert list(result.tokens) == sentence and result.norms.shape == (len(sentence),)
+    # every word gets a gradient: finite and non-zero at every position, the last word's and the first's alike
+    assert np.all(np.isfinite(result.norms)) and np.all(result.norms > 1e-8), result.norms
+    # and each is the norm of the score's gradient at that word, here by central differences on every coordinate
+    # of every word's embedding (independent of autograd)
+    ids = torch.tensor([vocab.encode(sentence)])
+    lengths = torch.tensor([len(sentence)])
+    emb = model.embed(ids).detach()
+    predicted = model.labels.index(result.predicted)
+    h = 1e-6
+    gradient = torch.zeros_like(emb[0])
+    with torch.no_grad():
+        for t in range(emb.shape[1]):
+            for e in range(emb.shape[2]):
+                step = torch.zeros_like(emb)
+                step[0, t, e] = h
+                up = model.forward_from_embeddings(emb + step, lengths)[0, predicted]
+                down = model.forward_from_embeddings(emb - step, lengths)[0, predicted]
+                gradient[t, e] = (up - down) / (2 * h)
+    np.testing.assert_allclose(result.norms, gradient.norm(dim=-1).numpy(), rtol=1e-5)
 
 
 def test_the_family_builds_from_a_run_and_bounds_its_sizes():
