@@ -33,14 +33,19 @@ def open_train() -> AppTest:
     return at
 
 
-def settle(at: AppTest, until, timeout: float = WAIT_S) -> AppTest:
-    """Rerun the page (as its timer would) until ``until(at)`` holds, or ``timeout`` seconds have passed."""
+def settle(at: AppTest, until, timeout: float = WAIT_S, what: str | None = None) -> AppTest:
+    """Rerun the page (as its timer would) until ``until(at)`` holds; fail, saying what was awaited and what the
+    page says, when it still does not after ``timeout`` seconds (a wait, not a timing: the bound is generous)."""
     deadline = time.monotonic() + timeout
     while True:
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        if until(at) or time.monotonic() > deadline:
+        if until(at):
             return at
+        if time.monotonic() > deadline:
+            what = what or (until.__doc__ or until.__name__).strip()
+            pytest.fail(f"waited {timeout:.0f} s for the page to show {what}, in vain; it says:\n"
+                        f"{all_text(at)[-2000:]}")
         time.sleep(0.5)
 
 
@@ -71,6 +76,7 @@ def ended(at: AppTest) -> bool:
 
 
 def training(at: AppTest) -> bool:
+    """a Stop training button (the run trains)"""
     return has_button(at, "Stop training")
 
 
@@ -108,7 +114,7 @@ def stop_and_end(at: AppTest) -> AppTest:
         press(at, "Stop training")
     elif has_button(at, "Cancel"):
         press(at, "Cancel")
-    return settle(at, lambda a: not training(a) and not has_button(a, "Cancel"))
+    return settle(at, lambda a: not training(a) and not has_button(a, "Cancel"), what="no run training or queued")
 
 
 def test_the_form_starts_on_the_quick_attention_translator():
@@ -176,10 +182,10 @@ def test_a_reload_or_a_second_tab_shows_the_labs_run_and_another_browser_none_of
     assert lab_of(again) == lab_of(first)
     assert "Your runs" in [h.value for h in again.subheader] and run_names(again) == [name]
     assert training(again) or has_button(again, "Cancel"), all_text(again)  # in progress: training or queued
-    settle(again, lambda a: (step(a) or 0) > 0)
+    settle(again, lambda a: (step(a) or 0) > 0, what="a step of the run")
     seen = step(again)
     assert seen, all_text(again)
-    settle(again, lambda a: (step(a) or 0) > seen)  # its progress goes on in this tab too
+    settle(again, lambda a: (step(a) or 0) > seen, what=f"a step past {seen}")  # its progress goes on in this tab too
     assert step(again) > seen
     # the sidebar of every page says the lab trains
     again.switch_page("app_pages/attention.py").run()
@@ -291,34 +297,41 @@ def test_every_kind_of_model_trains_from_the_page(task, family, snapshot):
 def test_a_second_run_waits_for_the_first_and_can_be_cancelled(cookies):
     from seqviz.ui.training import manager
 
-    # Every training worker busy, each with a run of a lab of its own (one worker on a small machine).
-    busy = []
-    for _ in range(manager().load()["max_running"]):
-        blocker = tiny(open_train(), steps=LONG)
-        press(blocker, "Start training")
-        busy.append(settle(blocker, training))
-        assert training(blocker), all_text(blocker)
-    first = busy[0]
-    second = tiny(open_train(), steps=20)
-    press(second, "Start training")
-    assert "place 1 in the queue" in all_text(second), all_text(second)
-    # its place shows in a second tab of its browser too
-    cookies["seqviz_lab"] = lab_cookie(second)["key"]
-    second_tab = open_train()
-    assert "place 1 in the queue" in all_text(second_tab) and has_button(second_tab, "Cancel")
-    press(second, "Cancel")
-    assert "Cancelled" in all_text(second)
-    second_tab.run()
-    assert "Cancelled" in all_text(second_tab) and not has_button(second_tab, "Cancel")
-    # Stop keeps what was learned: the stopped run's model is in its lab; the cancelled one left none
-    press(first, "Stop training")
-    settle(first, lambda a: any("stopped when you asked" in s.value.lower() for s in a.main.success))
-    assert any("stopped when you asked" in s.value.lower() for s in first.main.success), all_text(first)
-    (model,) = lab_models(first)
-    assert model.origin == "trained here" and your_models(first) == "Your models (1)"
-    assert not lab_models(second) and your_models(second) == "Your models (0)"
-    for blocker in busy[1:]:
-        stop_and_end(blocker)
+    # Every training worker busy, each with a run of a lab of its own: as many as this server's run manager has
+    # workers (one on a 2-core machine, SEQVIZ_TRAIN_WORKERS where set), so the next run queues on any machine.
+    busy, second = [], None
+    try:
+        for _ in range(manager().load()["max_running"]):
+            blocker = tiny(open_train(), steps=LONG)
+            press(blocker, "Start training")
+            busy.append(blocker)
+            settle(blocker, training)
+        first = busy[0]
+        second = tiny(open_train(), steps=20)
+        press(second, "Start training")
+        assert "place 1 in the queue" in all_text(second), all_text(second)
+        # its place shows in a second tab of its browser too
+        cookies["seqviz_lab"] = lab_cookie(second)["key"]
+        second_tab = open_train()
+        assert "place 1 in the queue" in all_text(second_tab) and has_button(second_tab, "Cancel")
+        press(second, "Cancel")
+        assert "Cancelled" in all_text(second)
+        second_tab.run()
+        assert "Cancelled" in all_text(second_tab) and not has_button(second_tab, "Cancel")
+        # Stop keeps what was learned: the stopped run's model is in its lab; the cancelled one left none
+
+        def stopped_when_asked(a):
+            """a "Stopped when you asked" message"""
+            return any("stopped when you asked" in s.value.lower() for s in a.main.success)
+
+        press(first, "Stop training")
+        settle(first, stopped_when_asked)
+        (model,) = lab_models(first)
+        assert model.origin == "trained here" and your_models(first) == "Your models (1)"
+        assert not lab_models(second) and your_models(second) == "Your models (0)"
+    finally:  # no run left training for the next test, whatever failed above
+        for tab in [*busy, *([second] if second is not None else [])]:
+            stop_and_end(tab)
 
 
 def test_every_held_out_measure_is_named_in_words():

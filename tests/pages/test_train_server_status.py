@@ -50,22 +50,28 @@ def test_a_visitor_without_a_run_sees_how_busy_training_is():
     for field, value in (("embedding", 8), ("hidden", 8), ("steps", 5000), ("batch_size", 8)):
         trainer.number_input(key=f"tr_{field}").set_value(value).run()
     next(b for b in trainer.button if b.label == "Start training").click().run()
-    deadline = time.monotonic() + 90
-    while not any(b.label == "Stop training" for b in trainer.button) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    try:
+        deadline = time.monotonic() + 240  # a wait's bound (a shared, slow machine), not a timing
+        while not any(b.label == "Stop training" for b in trainer.button) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            trainer.run()
+        assert any(b.label == "Stop training" for b in trainer.button), all_text(trainer)
+        visitor = open_page()  # another browser (a lab of its own), no run of its own
+        busy = re.search(r"Now: (\d+) training, (\d+) waiting", all_text(visitor))
+        assert busy and int(busy.group(1)) >= 1, all_text(visitor)
+        assert "a run started now would begin in about" in all_text(visitor)
+        assert "Your runs" not in [h.value for h in visitor.subheader]  # how busy, but nothing of the other lab's run
+        assert not any(b.label == "Stop training" for b in visitor.button)
+    finally:  # the 5000-step run is stopped, whatever failed above: it ends (keeping what it learned) before the next
         trainer.run()
-    assert any(b.label == "Stop training" for b in trainer.button), all_text(trainer)
-    visitor = open_page()  # another browser (a lab of its own), no run of its own
-    busy = re.search(r"Now: (\d+) training, (\d+) waiting", all_text(visitor))
-    assert busy and int(busy.group(1)) >= 1, all_text(visitor)
-    assert "a run started now would begin in about" in all_text(visitor)
-    assert "Your runs" not in [h.value for h in visitor.subheader]  # how busy, but nothing of the other lab's run
-    assert not any(b.label == "Stop training" for b in visitor.button)
-    next(b for b in trainer.button if b.label == "Stop training").click().run()
-    deadline = time.monotonic() + 120  # it ends (keeping what it learned) before the next test
-    while any(b.label == "Stop training" for b in trainer.button) and time.monotonic() < deadline:
-        time.sleep(0.5)
-        trainer.run()
+        stop = next((b for b in trainer.button if b.label in ("Stop training", "Cancel")), None)
+        if stop is not None:
+            stop.click().run()
+        deadline = time.monotonic() + 240
+        while any(b.label in ("Stop training", "Cancel") for b in trainer.button) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            trainer.run()
+    assert not any(b.label in ("Stop training", "Cancel") for b in trainer.button), all_text(trainer)
     assert any("stopped when you asked" in s.value.lower() for s in trainer.main.success), all_text(trainer)
 
 
@@ -76,7 +82,10 @@ def test_an_unreachable_scheduler_makes_train_say_why_and_other_pages_work(fresh
     monkeypatch.setenv(SCHEDULER_ENV, f"tcp://127.0.0.1:{port}")
     began = time.monotonic()
     at = open_page()
-    assert time.monotonic() - began < 30
+    # A promise to the visitor, not a speed: /train says an unreachable scheduler is unreachable after the cluster's
+    # CONNECT_TIMEOUT_S (4 s) instead of hanging. 90 s is generous slack for a loaded machine running AppTest.
+    took = time.monotonic() - began
+    assert took < 90, f"/train took {took:.0f} s to say the scheduler is unreachable: it waited instead of saying so"
     shown = "\n".join(e.value for e in at.error)
     assert "Training is unavailable" in shown and f"127.0.0.1:{port}" in shown and SCHEDULER_ENV in shown
     other = open_page("app_pages/attention.py")

@@ -117,6 +117,37 @@ def test_the_attention_edit_moves_the_weight(page):
                for t in edited), "the edited step's row puts all its weight on the word picked"
 
 
+ROW = "a row of weights I type"  # the attention edit's last pick (app_pages/what_if.py)
+
+
+def edit_summary(at: AppTest) -> str:
+    (line,) = [line for line in all_text(at).splitlines() if line.startswith("At step ") and "it writes" in line]
+    return line
+
+
+def test_a_typed_row_of_weights_is_decoded_and_a_bad_one_explained():
+    at = open_what_if(s=SENTENCE, estep="03 rouge", eword="03 phone")
+    one_word = edit_summary(at)
+    assert "With all the weight on “phone”" in one_word
+    at = open_what_if(s=SENTENCE, estep="03 rouge", eword=ROW, erow="0, 0, 1, 0, 0, 0")
+    assert edit_summary(at) == one_word, "a one-hot row is the same edit as all the weight on that word"
+    # the model's own row, as the caption shows it (3 decimals), written back: the same translation
+    (own,) = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Its own weights at step 3")]
+    typed = own.split(": ", 1)[1].split(". Copy", 1)[0]
+    assert len(typed.split(", ")) == 6
+    move(at, "text_input", "erow", typed)
+    assert edit_summary(at).endswith("(the same translation).")
+    assert "With your row of weights (most on “red”" in edit_summary(at)
+    edited = tables(at, "alignment")[3]  # forced: 0 and 1, edited: 2 (its own) and 3, changed: 4 and 5
+    weights = edited[edited["row"] == "03 rouge"].sort_values("column")["weight"].to_numpy()
+    assert abs(weights - [float(w) for w in typed.split(", ")]).max() < 2e-3
+    for bad, said in (("1, 2", "has 6 source words and the row has 2 numbers"), ("1 x 0 0 0 0", "“x” is not a number"),
+                      ("0 0 -1 0 0 0", "“-1” is not a weight"), ("0 0 0 0 0 0", "all 0")):
+        move(at, "text_input", "erow", bad)
+        assert said in " ".join(w.value for w in at.warning).replace("\\", ""), bad
+        assert not any(line.startswith("At step ") and "it writes" in line for line in all_text(at).splitlines())
+
+
 def test_one_word_changed_marks_the_differences(page):
     # by default the sentence's first noun turns into the grammar's next noun
     assert page.selectbox(key="cpos").value == 2 and page.selectbox(key="cword").value == "refund"
@@ -193,7 +224,8 @@ def test_picks_past_the_end_of_a_shorter_sentence_go_back_to_their_defaults():
     at = open_what_if(s="the small box was delivered and the black watch arrived .", neighbours="true")
     for kind, key in (("select_slider", "nstep"), ("select_slider", "fstep"), ("select_slider", "estep"),
                       ("selectbox", "eword"), ("selectbox", "cpos"), ("selectbox", "nwhich")):
-        move(at, kind, key, len(getattr(at, kind)(key=key).options) - 1)  # the last step or word (ints)
+        last = len(getattr(at, kind)(key=key).options) - (2 if key == "eword" else 1)  # eword's last pick: ROW
+        move(at, kind, key, last)  # the last step or word (ints)
         assert getattr(at, kind)(key=key).value > 5, key
     set_sentence(at, "")  # the pickers leave the page, their picks stay in the session
     set_sentence(at, "Hello")

@@ -49,8 +49,11 @@ def test_an_unreachable_scheduler_makes_training_unavailable_and_says_why(tmp_pa
     manager = RunManager(db, cluster=Cluster(address=address))
     try:
         began = time.monotonic()
-        problem = manager.unavailable(wait_s=15)
-        assert time.monotonic() - began < 15
+        problem = manager.unavailable(wait_s=120)
+        # A promise to the visitor, not a speed: a scheduler nobody answers for is said after CONNECT_TIMEOUT_S
+        # (4 s), not after the whole wait. 60 s is generous slack for a loaded machine; only the wait ran out past it.
+        took = time.monotonic() - began
+        assert took < 60, f"an unreachable scheduler was said after {took:.0f} s: the page waited out its wait"
         assert problem and address in problem and SCHEDULER_ENV in problem
         lab = labs.open_lab(db, None).id
         with pytest.raises(RunRefused, match="unavailable"):
