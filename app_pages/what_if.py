@@ -7,10 +7,11 @@ import streamlit as st
 from seqviz import limits, ui, views
 from seqviz.analysis.decoding import NO_ATTENTION, forceable_words, replacement_words
 from seqviz.charts.base import position_labels
-from seqviz.ui import models
+from seqviz.ui import address, models
 from seqviz.views.whatif import step_labels
 
 VIEW = views.get("what-if")
+ROW, ROW_LABEL = "row", "a row of weights I type"  # the attention edit's last pick
 NEXT, BEAM, FORCE, EDIT, CHANGE, NEIGHBOURS, MAP = (f"what-if-{part}" for part in (
     "next", "beam", "force", "edit", "change", "neighbours", "map"))
 
@@ -74,39 +75,6 @@ def side_by_side(ref, pair: dict, name: str, **options) -> None:
                     marked=marked)
 
 
-def within(key: str, options: list, default) -> None:
-    """Before a picker whose options follow the sentence: a pick the new sentence no longer has (step 9 of a shorter
-    translation) goes back to ``default``, as a fresh page would open it."""
-    if key in st.session_state and st.session_state[key] not in options:
-        st.session_state[key] = default
-
-
-def from_address(key: str, takes, what: str) -> None:
-    """Before a picker bound to the address: say so when the address asks for a setting it cannot take (``takes``,
-    a test of the address's text); the picker then shows its usual choice."""
-    for value in st.query_params.get_all(key):
-        if not takes(value):
-            ui.notice(f"The address asks for {what} “{value[:40]}”, which is not one to pick here: showing the usual "
-                      "choice instead.")
-
-
-def whole(low: int, high: int):
-    return lambda text: text.isdigit() and low <= int(text) <= high
-
-
-def one_of(options):
-    return lambda text: text in options
-
-
-def temperature_ok(text: str) -> bool:
-    try:
-        value = float(text)
-    except ValueError:
-        return False
-    low, high = limits.WHATIF_TEMPERATURE_RANGE
-    return value == 0 or low <= value <= high
-
-
 def marked(tokens, differs) -> str:
     """A translation as Markdown, each word escaped, the words ``differs`` marks in bold with ≠."""
     return " ".join(f"**{ui.escape_markdown(w)}**≠" if d else ui.escape_markdown(w)
@@ -126,24 +94,20 @@ def next_word(ref, tokens) -> None:
                 "raised to 1/temperature instead: below 1 sharper, above 1 flatter.")
     changed = ui.rerun_part(NEXT)
     left, middle, right = st.columns(3)
-    from_address("k", whole(1, limits.WHATIF_MAX_TOP_K), "a number of words")
-    from_address("temp", temperature_ok, "the temperature")
-    from_address("seed", whole(0, limits.WHATIF_MAX_SEED), "the seed")
-    k = left.slider("Words listed", 1, limits.WHATIF_MAX_TOP_K, 5, key="k", bind="query-params", on_change=changed)
-    temperature = middle.slider("Temperature (0: greedy)", 0.0, limits.WHATIF_TEMPERATURE_RANGE[1], 0.0, step=0.1,
-                                key="temp", bind="query-params", on_change=changed)
-    seed = right.number_input("Seed", 0, limits.WHATIF_MAX_SEED, 0, key="seed", bind="query-params",
-                              on_change=changed, help="The same seed draws the same words; it matters only when "
+    k = address.slider(left, "Words listed", 1, limits.WHATIF_MAX_TOP_K, 5, key="k", what="a number of words",
+                       on_change=changed)
+    temperature = address.slider(middle, "Temperature (0: greedy)", 0.0, limits.WHATIF_TEMPERATURE_RANGE[1], 0.0,
+                                 step=0.1, key="temp", what="the temperature", on_change=changed)
+    seed = address.number_input(right, "Seed", 0, limits.WHATIF_MAX_SEED, 0, key="seed", what="the seed",
+                                on_change=changed, help="The same seed draws the same words; it matters only when "
                                                       "the temperature is above 0.")
     decoded = answer(ref, "next", tokens, k=k, temperature=round(float(temperature), 1), seed=int(seed))
     if decoded is None:
         return
     st.markdown(words_line("It writes", decoded.tokens) + ("" if decoded.ended else " (stopped at the length limit)"))
     labels = step_labels(decoded)
-    within("nstep", list(range(len(labels))), VIEW.least_sure(decoded))
-    from_address("nstep", one_of(labels), "the output step")
-    step = st.select_slider("Output step", options=list(range(len(labels))), format_func=labels.__getitem__,
-                            value=VIEW.least_sure(decoded), key="nstep", bind="query-params", on_change=changed)
+    step = address.select_slider(None, "Output step", range(len(labels)), VIEW.least_sure(decoded), key="nstep",
+                                 what="the output step", format_func=labels.__getitem__, on_change=changed)
     step = min(step, len(labels) - 1)
     st.markdown(ui.escape_markdown(VIEW.next_summary(decoded, step, sampling=temperature > 0)))
     ui.show("what-if", {ref.label: decoded}, "what-if-next", figure="next-words", step=step, title="{label}")
@@ -159,9 +123,8 @@ def beam(ref, tokens) -> None:
                 "short.")
     changed = ui.rerun_part(BEAM)
     left, right = st.columns(2, vertical_alignment="bottom")
-    from_address("beam", whole(1, limits.WHATIF_MAX_BEAM), "the beam width")
-    width = left.slider("Beam width", 1, limits.WHATIF_MAX_BEAM, 4, key="beam", bind="query-params",
-                        on_change=changed)
+    width = address.slider(left, "Beam width", 1, limits.WHATIF_MAX_BEAM, 4, key="beam", what="the beam width",
+                           on_change=changed)
     norm = right.toggle("Length normalisation", value=True, key="norm", bind="query-params", on_change=changed)
     search = answer(ref, "beam", tokens, width=width, length_norm=norm)
     if search is None:
@@ -182,19 +145,15 @@ def force(ref, tokens, ranked) -> None:
                 "word send the rest of the sentence elsewhere? The end marker \\<eos\\> ends the sentence there.")
     changed = ui.rerun_part(FORCE)
     labels = step_labels(ranked)
-    within("fstep", list(range(len(labels))), VIEW.least_sure(ranked))
-    from_address("fstep", one_of(labels), "the output step")
     left, right = st.columns(2)
-    with left:
-        step = st.select_slider("Step", options=list(range(len(labels))), format_func=labels.__getitem__,
-                                value=VIEW.least_sure(ranked), key="fstep", bind="query-params", on_change=changed)
+    step = address.select_slider(left, "Step", range(len(labels)), VIEW.least_sure(ranked), key="fstep",
+                                 what="the output step", format_func=labels.__getitem__, on_change=changed)
     step = min(step, len(labels) - 1)
     writable = set(forceable_words(models.checkpoint(ref).vocabularies))
     choices = [w for w in ranked.steps[step].top_tokens if w in writable]  # the most likely first
-    within("fword", choices, choices[min(1, len(choices) - 1)])
-    from_address("fword", one_of(choices), "the forced word")
-    word = right.selectbox("Word to write there (most likely first)", choices,
-                           index=min(1, len(choices) - 1), key="fword", bind="query-params", on_change=changed)
+    word = address.selectbox(right, "Word to write there (most likely first)", choices,
+                             choices[min(1, len(choices) - 1)], key="fword", what="the forced word",
+                             on_change=changed)
     forced = answer(ref, "force", tokens, step=step, word=word)
     if forced is None:
         return
@@ -206,27 +165,43 @@ def force(ref, tokens, ranked) -> None:
 @ui.part(EDIT)
 def edit(ref, tokens, ranked) -> None:
     st.header("4. Edit the attention")
-    st.markdown("At one step, put all the attention on a source word you pick: the step's context vector and its "
-                "word are recomputed, and the rest of the sentence is decoded again (Seq2Seq-Vis's attention "
-                "correction). For the transformer, the last layer's cross-attention of that step, in every head.")
+    st.markdown("At one step, put all the attention on a source word you pick, or type a whole row of weights: "
+                "the step's context vector and its word are recomputed, and the rest of the sentence is decoded "
+                "again (Seq2Seq-Vis's attention correction). For the transformer, the last layer's cross-attention "
+                "of that step, in every head.")
     if not attends(ref):
         st.info(NO_ATTENTION, icon=":material/block:")
         return
     changed = ui.rerun_part(EDIT)
     labels, sources = step_labels(ranked), position_labels(ranked.src_tokens)
-    within("estep", list(range(len(labels))), 0)
-    within("eword", list(range(len(sources))), VIEW.least_looked(ranked, 0))
-    from_address("estep", one_of(labels), "the output step")
-    from_address("eword", one_of(sources), "the source word")
     left, right = st.columns(2)
-    with left:
-        step = st.select_slider("Step", options=list(range(len(labels))), format_func=labels.__getitem__,
-                                key="estep", bind="query-params", on_change=changed)
+    step = address.select_slider(left, "Step", range(len(labels)), 0, key="estep", what="the output step",
+                                 format_func=labels.__getitem__, on_change=changed)
     step = min(step, len(labels) - 1)
-    position = right.selectbox("Source word to look at", list(range(len(sources))), format_func=sources.__getitem__,
-                               index=VIEW.least_looked(ranked, step), key="eword", bind="query-params",
-                               on_change=changed)
-    edited = answer(ref, "edit", tokens, step=step, source_position=position)
+    picks = [*range(len(sources)), ROW]
+    position = address.selectbox(right, "Put all the weight on", picks, VIEW.least_looked(ranked, step), key="eword",
+                                 what="the source word", format_func=lambda p: ROW_LABEL if p == ROW else sources[p],
+                                 on_change=changed)
+    if position == ROW:
+        own = VIEW.row_text(ranked.weights[step])
+        typed = st.text_input("Weights, one per source word (divided by their sum)", key="erow", placeholder=own,
+                              max_chars=limits.MAX_TOKENS * 12, bind="query-params", on_change=changed,
+                              help="Numbers of 0 or more, separated by spaces or commas, in the order of the "
+                                   "sentence's words.")
+        heads = (" (averaged over its heads; a row you type goes to every head)"
+                 if getattr(models.checkpoint(ref).model, "attention_heads", None) else "")
+        st.caption(ui.escape_markdown(f"Its own weights at step {step + 1}{heads}, one per word of "
+                                      f"“{' '.join(ranked.src_tokens)}”: {own}. Copy them and change a few."))
+        if not typed.strip():
+            return
+        try:
+            row = VIEW.typed_row(typed, len(sources))
+        except ValueError as error:
+            ui.notice(str(error))
+            return
+        edited = answer(ref, "edit", tokens, step=step, weights=tuple(float(w) for w in row))
+    else:
+        edited = answer(ref, "edit", tokens, step=step, source_position=position)
     if edited is None:
         return
     st.markdown(ui.escape_markdown(VIEW.edit_summary(edited)))
@@ -243,15 +218,11 @@ def change(ref, tokens, ranked) -> None:
     sources = position_labels(ranked.src_tokens)
     words = sorted(replacement_words(models.checkpoint(ref).vocabularies))
     position, word = VIEW.default_change(ranked.src_tokens, words)
-    within("cpos", list(range(len(sources))), position)
-    within("cword", words, word)
-    from_address("cpos", one_of(sources), "the word to replace")
-    from_address("cword", one_of(words), "the new word")
     left, right = st.columns(2)
-    position = left.selectbox("Word to replace", list(range(len(sources))), format_func=sources.__getitem__,
-                              index=position, key="cpos", bind="query-params", on_change=changed)
-    word = right.selectbox("Put this word there", words, index=words.index(word), key="cword", bind="query-params",
-                           on_change=changed)
+    position = address.selectbox(left, "Word to replace", range(len(sources)), position, key="cpos",
+                                 what="the word to replace", format_func=sources.__getitem__, on_change=changed)
+    word = address.selectbox(right, "Put this word there", words, word, key="cword", what="the new word",
+                             on_change=changed)
     result = answer(ref, "change", tokens, position=position, word=word)
     if result is None:
         return
@@ -273,17 +244,15 @@ def neighbours(ref, tokens, ranked) -> None:
             return
         changed = ui.rerun_part(NEIGHBOURS)
         sides = {"encoder": "a source word's encoder state", "decoder": "an output step's decoder state"}
-        side = st.radio("Look up", list(sides), format_func=sides.__getitem__, horizontal=True, key="nside",
-                        bind="query-params", on_change=changed)
+        side = address.radio(None, "Look up", sides, "encoder", key="nside", what="what to look up",
+                             format_func=sides.__getitem__, horizontal=True, on_change=changed)
         labels = position_labels(ranked.src_tokens) if side == "encoder" else step_labels(ranked)
-        within("nwhich", list(range(len(labels))), 0)
-        from_address("nwhich", one_of(labels), "the word or step")
-        from_address("nk", whole(1, limits.WHATIF_MAX_NEIGHBOURS), "a number of neighbours")
         left, right = st.columns(2)
-        which = left.selectbox("Source word" if side == "encoder" else "Output step", list(range(len(labels))),
-                               format_func=labels.__getitem__, key="nwhich", bind="query-params", on_change=changed)
-        k = right.slider("Neighbours", 1, limits.WHATIF_MAX_NEIGHBOURS, 5, key="nk", bind="query-params",
-                         on_change=changed)
+        which = address.selectbox(left, "Source word" if side == "encoder" else "Output step", range(len(labels)), 0,
+                                  key="nwhich", what="the word or step", format_func=labels.__getitem__,
+                                  on_change=changed)
+        k = address.slider(right, "Neighbours", 1, limits.WHATIF_MAX_NEIGHBOURS, 5, key="nk",
+                           what="a number of neighbours", on_change=changed)
         index, seconds = _index(ref, side)
         where = {"position": min(which, len(labels) - 1)} if side == "encoder" else {"step": min(which,
                                                                                              len(labels) - 1)}
@@ -308,9 +277,9 @@ def state_map(ref, tokens) -> None:
     with box:
         if not box.open:
             return
-        colour_by = st.radio("Colour by", ["part", "position"], format_func={
-            "part": "the grammar's part", "position": "position in the sentence"}.__getitem__, horizontal=True,
-            key="mcolour", bind="query-params", on_change=ui.rerun_part(MAP))
+        colours = {"part": "the grammar's part", "position": "position in the sentence"}
+        colour_by = address.radio(None, "Colour by", colours, "part", key="mcolour", what="the colouring",
+                                  format_func=colours.__getitem__, horizontal=True, on_change=ui.rerun_part(MAP))
         fitted = _state_map(ref)
         ck = models.checkpoint(ref)
         path = VIEW.ask(ck.model, ck.vocabularies, "map", tokens, state_map=fitted)

@@ -3,6 +3,8 @@ and a map of encoder states with the visitor's sentence as a path (alignments ar
 
 from __future__ import annotations
 
+import itertools
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -133,16 +135,72 @@ PART_COLOURS = {"determiner": SKY, "adjective": ORANGE, "noun": BLUE, "pronoun":
 COLOUR_BY = {"part": "the grammar's part", "position": "position in the sentence"}
 
 
+# Where a path word's label goes beside its point: (dx, dy, align, baseline) of one text layer each. Vega-Lite sets
+# these per mark, not per point, so each side is a layer of its own, drawing the points :func:`label_sides` sent it.
+SIDES = {"right": (7, 0, "left", "middle"), "left": (-7, 0, "right", "middle"),
+         "above": (0, -8, "center", "bottom"), "below": (0, 8, "center", "top"),
+         "above right": (4, -5, "left", "bottom"), "below right": (4, 5, "left", "top"),
+         "above left": (-4, -5, "right", "bottom"), "below left": (-4, 5, "right", "top")}
+LABEL_FONT_PX, CHAR_PX = 11, 6.6  # the labels' font, and the width of one of its bold characters (about)
+PLOT_PX = (290, 380)  # the plot on a 390 px phone (its narrowest): labels apart there are apart on a desktop too
+
+
+def _label_box(x: float, y: float, side: str, chars: int) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) in pixels of a label of ``chars`` characters put on ``side`` of the point."""
+    dx, dy, align, baseline = SIDES[side]
+    width, height = chars * CHAR_PX, LABEL_FONT_PX + 2
+    left = x + dx - {"left": 0, "right": width, "center": width / 2}[align]
+    top = {"middle": y - height / 2, "bottom": y + dy - height, "top": y + dy}[baseline]
+    return left, top, left + width, top + height
+
+
+def _overlap(a, b) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def label_sides(points: np.ndarray, labels: list[str], extent: np.ndarray, plot_px=PLOT_PX) -> list[str]:
+    """The side of its point each path label goes on (one of SIDES), so that labels cross neither each other, the
+    path's points, nor the plot's edge, and the path's lines as little as they can: in the sentence's order, each
+    takes the side (right first) whose box overlaps the least of these, the labels already placed and the points
+    weighing 4 times a line (its segments sampled every 3 px). Measured on a phone's plot (``plot_px``), where
+    labels are closest; ``extent`` (2, 2) is the axes' [min, max] of pc1 and pc2."""
+    if not len(points):
+        return []
+    span = np.maximum(extent[:, 1] - extent[:, 0], 1e-9)
+    px = np.column_stack([(points[:, 0] - extent[0, 0]) / span[0] * plot_px[0],
+                          (extent[1, 1] - points[:, 1]) / span[1] * plot_px[1]])  # y grows downwards
+    along = [a + (b - a) * f for a, b in itertools.pairwise(px)
+             for f in np.linspace(0, 1, max(2, int(np.hypot(*(b - a)) // 3)))]
+    dots = [(x - 4, y - 4, x + 4, y + 4) for x, y in px]
+    line = [(x - 1, y - 1, x + 1, y + 1) for x, y in along]
+    placed, sides = [], []
+    for (x, y), label in zip(px, labels, strict=True):
+        def cost(side: str, x=x, y=y, label=label) -> float:
+            box = _label_box(x, y, side, len(label))
+            outside = (max(0.0, -box[0]) + max(0.0, box[2] - plot_px[0]) + max(0.0, -box[1])
+                       + max(0.0, box[3] - plot_px[1])) * 100
+            return (outside + 4 * sum(_overlap(box, other) for other in [*placed, *dots])
+                    + sum(_overlap(box, other) for other in line))
+
+        side = min(SIDES, key=cost)  # (min keeps the first of equal costs: right first)
+        placed.append(_label_box(x, y, side, len(label)))
+        sides.append(side)
+    return sides
+
+
 def state_map_data(state_map, path) -> pd.DataFrame:
     """The held-out states (seqviz.analysis.state_map.StateMap) and the visitor's sentence's path through them
     (a SentencePath): one row per point, ``kind`` telling them apart, ``order`` the path's."""
     held = pd.DataFrame({"pc1": state_map.points[:, 0], "pc2": state_map.points[:, 1], "word": state_map.words,
                          "position": state_map.positions + 1, "part": [p or OUTSIDE for p in state_map.parts],
-                         "kind": "held out", "order": 0, "label": ""})
+                         "kind": "held out", "order": 0, "label": "", "side": ""})
+    labels = position_labels(path.tokens)
+    every = np.concatenate([state_map.points, path.points]) if len(path.points) else state_map.points
+    extent = np.column_stack([every.min(axis=0), every.max(axis=0)])
     yours = pd.DataFrame({"pc1": path.points[:, 0], "pc2": path.points[:, 1], "word": path.tokens,
                           "position": np.arange(1, len(path.tokens) + 1), "part": [p or OUTSIDE for p in path.parts],
-                          "kind": "your sentence", "order": np.arange(len(path.tokens)),
-                          "label": position_labels(path.tokens)})
+                          "kind": "your sentence", "order": np.arange(len(path.tokens)), "label": labels,
+                          "side": label_sides(path.points, labels, extent)})
     return pd.concat([held, yours], ignore_index=True)
 
 
@@ -165,9 +223,10 @@ def state_map_chart(colour_by: str = "part", axes: tuple[str, str] = ("PC 1", "P
     yours = base.transform_filter(alt.datum.kind == "your sentence")
     path = yours.mark_line(color=VERMILLION, strokeWidth=2).encode(order="order:Q")
     dots = yours.mark_point(color=VERMILLION, size=50, filled=True, shape="diamond").encode(tooltip=tooltip)
-    words = yours.mark_text(align="left", dx=5, dy=-5, fontSize=11, fontWeight="bold", color=VERMILLION).encode(
-        text="label:N")
-    chart = alt.layer(held, path, dots, words, data=table()).properties(height=380)
+    words = [yours.transform_filter(alt.datum.side == side).mark_text(
+        align=align, baseline=baseline, dx=dx, dy=dy, fontSize=LABEL_FONT_PX, fontWeight="bold", color=VERMILLION
+    ).encode(text="label:N", tooltip=tooltip) for side, (dx, dy, align, baseline) in SIDES.items()]
+    chart = alt.layer(held, path, dots, *words, data=table()).properties(height=PLOT_PX[1])
     return _on_canvas(chart.properties(title=title) if title else chart,
                       f"{title or 'A map of encoder states'}: a scatter of held-out states and your sentence's path")
 

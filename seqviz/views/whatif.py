@@ -9,8 +9,11 @@ as it is. The sentences here are plain text, visitor words included: the page es
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from seqviz import charts
@@ -157,13 +160,43 @@ class WhatIf(Translator):
     def edit_summary(self, edited) -> str:
         top = int(edited.weights_before.argmax())
         src = edited.original.src_tokens
-        moved = int(edited.weights_after.argmax())
+        after = edited.weights_after
+        moved = int(after.argmax())
         changed = edited.edited.ids != edited.original.ids
+        how = (f"With all the weight on “{src[moved]}”" if after[moved] > 1 - 1e-6 else
+               f"With your row of weights (most on “{src[moved]}”, {after[moved]:.2f})")
         return (f"At step {edited.step + 1} the model looked most at “{src[top]}” ({edited.weights_before[top]:.2f}) "
-                f"and wrote “{edited.word_before}”. With all the weight on “{src[moved]}” it writes "
-                f"“{edited.word_after}”, and the rest of the sentence is decoded again: "
-                f"“{_words(edited.edited.tokens)}”"
+                f"and wrote “{edited.word_before}”. {how} it writes “{edited.word_after}”, and the rest of the "
+                f"sentence is decoded again: “{_words(edited.edited.tokens)}”"
                 + (" (changed)." if changed else " (the same translation)."))
+
+    @staticmethod
+    def row_text(weights) -> str:
+        """A row of attention weights as a visitor would type it: "0.012, 0.903, ..." (3 decimals)."""
+        return ", ".join(f"{float(w):.3f}" for w in weights)
+
+    @staticmethod
+    def typed_row(text: str, words: int) -> np.ndarray:
+        """The row of weights a visitor typed for a sentence of ``words`` source words: numbers of 0 or more,
+        separated by commas, semicolons or spaces, not all 0 (the analysis divides them by their sum). ValueError
+        with a plain sentence for anything else; the text is quoted cut to 20 characters."""
+        parts = [p for p in re.split(r"[\s,;]+", text.strip()) if p]
+        values = []
+        for part in parts:
+            try:
+                value = float(part)
+            except ValueError:
+                raise ValueError(f"“{part[:20]}” is not a number: type one weight per source word, such as "
+                                 "0.1, 0.7, 0.2.") from None
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"“{part[:20]}” is not a weight: weights are numbers of 0 or more.")
+            values.append(value)
+        if len(values) != words:
+            raise ValueError(f"The sentence has {words} source words and the row has {len(values)} numbers: type "
+                             "one weight per source word, in the sentence's order.")
+        if sum(values) <= 0:
+            raise ValueError("The weights are all 0: give at least one word a weight above 0.")
+        return np.asarray(values, dtype=np.float64)
 
     def change_summary(self, change) -> str:
         before, after = change.before, change.after
