@@ -1,8 +1,10 @@
 """/what-if in Chromium, on a desktop in the light theme and on a 390 px phone in the dark: the page opens with its
-charts drawn, a wider beam and a forced word are answered, nothing but a chart's own box is wider than the phone.
+charts drawn, a wider beam and a forced word are answered, a typed row of attention weights is decoded with,
+nothing but a chart's own box is wider than the phone.
 
-Screenshots for a person to look at (test-output/screenshots/): what-if-desktop, what-if-phone-dark (the
-neighbours and the map of states opened from the address).
+Screenshots for a person to look at (test-output/screenshots/): what-if-desktop (the map of states opened from
+the address), what-if-phone-dark (the neighbours, the map of states and a typed row of weights from the address):
+the path's labels on the map should not overlap.
 """
 
 import re
@@ -48,7 +50,7 @@ def test_what_if_on_a_desktop_in_the_light_theme(app_url, browser):
     page = new_page(context)
     try:
         started = time.perf_counter()
-        page.goto(app_url + ADDRESS)
+        page.goto(app_url + ADDRESS + "&statemap=true")
         wait_for_app(page)
         print(f"/what-if opened and painted in {time.perf_counter() - started:.1f} s")  # measured, never asserted
         assert_no_exception(page)
@@ -64,11 +66,13 @@ def test_what_if_on_a_phone_in_the_dark(app_url, browser):
     context = new_context(browser, PHONE, color_scheme="dark")
     page = new_page(context)
     try:
-        page.goto(app_url + ADDRESS + "&neighbours=true&statemap=true")
+        page.goto(app_url + ADDRESS + "&neighbours=true&statemap=true&estep=03+rouge"
+                  "&eword=a+row+of+weights+I+type&erow=0+0.5+0.5+0+0+0")
         wait_for_app(page)
         assert_no_exception(page)
         main = page.get_by_test_id("stMain")
         expect(main.get_by_test_id("stTable").filter(has_text="cosine")).to_be_visible(timeout=120_000)
+        expect(main.get_by_text(re.compile(r"With your row of weights \(most on “red”, 0\.50\)"))).to_be_visible()
         question(page)
         too_wide = page.evaluate(OVERFLOW)
         assert not too_wide, f"wider than a 390 px screen: {too_wide}"
