@@ -4,7 +4,7 @@ import streamlit as st
 
 from seqviz import charts, ui, views
 from seqviz.charts.colours import model_colour
-from seqviz.ui import models, shared_runs, training
+from seqviz.ui import models, shared_runs, training, training_form
 from seqviz.ui.classroom import prefill_train_form
 
 st.title("Train your own")
@@ -17,7 +17,7 @@ st.markdown(
 )
 
 prefill_train_form()
-spec = training.form()
+spec = training_form.form()
 tokens = ui.sentence_tokens("Type a sentence in the sidebar: snapshots show how the model reads it.")
 no_lab = training.lab_unavailable()
 if st.button("Start training", type="primary", icon=":material/play_arrow:", disabled=spec is None or no_lab):

@@ -49,6 +49,15 @@ class Paces:
         overheads = [overhead for _spec, _per_step, overhead in ended]
         self.overhead = sum(overheads) / len(overheads) if overheads else OVERHEAD_GUESS_S
 
+    def lately(self, spec: dict, recent: int = 5) -> tuple[float, int] | None:
+        """(seconds of training, runs it rests on) that ``spec`` is expected to take, from the ``recent`` last runs
+        of its shape that ended (the caller's order: newest first), so it follows this server's load now; None
+        before any has ended. What /train promises before Start."""
+        paces = self.per_step.get(shape(spec), [])[:recent]
+        if not paces:
+            return None
+        return sum(paces) / len(paces) * steps_to_run(spec), len(paces)
+
     def run_s(self, spec: dict, training: list[Training] = ()) -> float:
         """Seconds ``spec`` is expected to take from leaving the queue to its end."""
         paces = list(self.per_step.get(shape(spec), ()))

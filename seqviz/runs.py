@@ -235,8 +235,8 @@ PRESETS: list[Preset] = [
         "Quick: attention translator",
         RunSpec(family="dot", task="translation", embedding=64, hidden=128, steps=400, lr=3e-3, batch_size=64,
                 name="quick dot-attention translator"),
-        "Watch the held-out exact match climb past 90% within its 400 steps (about half a minute on a quiet "
-        "machine, longer on a busy one), then add it in /attention's picker (your models come first) to see "
+        "Watch the held-out exact match climb past 90% within its 400 steps (the form says how long runs like "
+        "it take on this server now), then add it in /attention's picker (your models come first) to see "
         "where your translator looks for each French word. The shipped dot translator, trained twice as long, "
         "does better still.",
         "held-out exact match >= 90% on sources of up to 30 tokens",

@@ -306,7 +306,7 @@ def prefill_train_form() -> None:
     (once per value: they may change it after); where the class posts automatically, their finished runs are posted.
     Does nothing without a lab, a class or an experiment, or when the store cannot be reached."""
     from seqviz.store import board, runs
-    from seqviz.ui import training
+    from seqviz.ui import training_form
 
     lab_id = lab.lab_id()
     if lab_id is None:
@@ -328,14 +328,14 @@ def prefill_train_form() -> None:
         spec = found.experiment.spec(member.value)
     except ValueError:
         return
-    values = {field: getattr(spec, field) for field in training.FIELDS}
+    values = {field: getattr(spec, field) for field in training_form.FIELDS}
     from seqviz.runs import PRESETS
 
     chosen = found.experiment.preset if found.experiment.preset in [p.name for p in PRESETS] else PRESETS[0].name
     st.session_state["preset"] = chosen
-    st.session_state[training.SAVED_KEY] = {"preset": chosen, **values}
+    st.session_state[training_form.SAVED_KEY] = {"preset": chosen, **values}
     for field, value in values.items():
-        st.session_state[training.FORM + field] = value
+        st.session_state[training_form.FORM + field] = value
     st.session_state[PREFILLED_KEY] = marker
     st.info(f"Your class ({escape_markdown(found.name)}) runs an experiment: the form below is filled with your part, "
             f"{found.experiment.setting} {escape_markdown(str(member.value))}. Start training, then post the run on "
