@@ -11,7 +11,7 @@ from seqviz.ui import address, models
 from seqviz.views.whatif import step_labels
 
 VIEW = views.get("what-if")
-ROW, ROW_LABEL = "row", "a row of weights I type"  # the attention edit's last pick
+ROW, ROW_LABEL = "row", "the row of weights I type"  # the attention edit's last pick
 NEXT, BEAM, FORCE, EDIT, CHANGE, NEIGHBOURS, MAP = (f"what-if-{part}" for part in (
     "next", "beam", "force", "edit", "change", "neighbours", "map"))
 
@@ -179,7 +179,7 @@ def edit(ref, tokens, ranked) -> None:
                                  format_func=labels.__getitem__, on_change=changed)
     step = min(step, len(labels) - 1)
     picks = [*range(len(sources)), ROW]
-    position = address.selectbox(right, "Put all the weight on", picks, VIEW.least_looked(ranked, step), key="eword",
+    position = address.selectbox(right, "Put the step's weight on", picks, VIEW.least_looked(ranked, step), key="eword",
                                  what="the source word", format_func=lambda p: ROW_LABEL if p == ROW else sources[p],
                                  on_change=changed)
     if position == ROW:

@@ -2,16 +2,17 @@
 charts drawn, a wider beam and a forced word are answered, a typed row of attention weights is decoded with,
 nothing but a chart's own box is wider than the phone.
 
-Screenshots for a person to look at (test-output/screenshots/): what-if-desktop (the map of states opened from
-the address), what-if-phone-dark (the neighbours, the map of states and a typed row of weights from the address):
-the path's labels on the map should not overlap.
+Screenshots for a person to look at (test-output/screenshots/): what-if-desktop and what-if-phone-dark (the
+neighbours, the map of states and a typed row of weights opened from the address), what-if-edit-row-phone-dark
+(the typed row and its answer), what-if-map-desktop and what-if-map-phone-dark (the path's labels should not
+overlap).
 """
 
 import re
 import time
 
 import pytest
-from browsing import assert_no_exception, full_page_screenshot, wait_for_app
+from browsing import SHOTS, assert_no_exception, full_page_screenshot, wait_for_app
 from playwright.sync_api import expect
 from test_phone_and_themes import OVERFLOW
 
@@ -45,6 +46,18 @@ def question(page) -> None:
     assert drawn and all(n > 0 for n in drawn), f"a chart drew nothing: {drawn}"
 
 
+def look_at(page, locator, name: str) -> None:
+    """A screenshot of the screen with ``locator`` scrolled into it (test-output/screenshots/``name``.png)."""
+    locator.scroll_into_view_if_needed()
+    wait_for_app(page)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def the_map(page):
+    """The map of states: the page's last chart."""
+    return page.get_by_test_id("stMain").locator("[data-testid=stVegaLiteChart]").last
+
+
 def test_what_if_on_a_desktop_in_the_light_theme(app_url, browser):
     context = new_context(browser, DESKTOP, color_scheme="light")
     page = new_page(context)
@@ -58,6 +71,7 @@ def test_what_if_on_a_desktop_in_the_light_theme(app_url, browser):
         expect(main.get_by_text("It writes: mon téléphone rouge n' est jamais arrivé .")).to_be_visible()
         question(page)
         full_page_screenshot(page, "what-if-desktop")
+        look_at(page, the_map(page), "what-if-map-desktop")
     finally:
         context.close()
 
@@ -67,7 +81,7 @@ def test_what_if_on_a_phone_in_the_dark(app_url, browser):
     page = new_page(context)
     try:
         page.goto(app_url + ADDRESS + "&neighbours=true&statemap=true&estep=03+rouge"
-                  "&eword=a+row+of+weights+I+type&erow=0+0.5+0.5+0+0+0")
+                  "&eword=the+row+of+weights+I+type&erow=0+0.5+0.5+0+0+0")
         wait_for_app(page)
         assert_no_exception(page)
         main = page.get_by_test_id("stMain")
@@ -77,5 +91,7 @@ def test_what_if_on_a_phone_in_the_dark(app_url, browser):
         too_wide = page.evaluate(OVERFLOW)
         assert not too_wide, f"wider than a 390 px screen: {too_wide}"
         full_page_screenshot(page, "what-if-phone-dark")
+        look_at(page, main.get_by_text(re.compile("With your row of weights")), "what-if-edit-row-phone-dark")
+        look_at(page, the_map(page), "what-if-map-phone-dark")
     finally:
         context.close()

@@ -117,7 +117,7 @@ def test_the_attention_edit_moves_the_weight(page):
                for t in edited), "the edited step's row puts all its weight on the word picked"
 
 
-ROW = "a row of weights I type"  # the attention edit's last pick (app_pages/what_if.py)
+ROW = "the row of weights I type"  # the attention edit's last pick (app_pages/what_if.py)
 
 
 def edit_summary(at: AppTest) -> str:
