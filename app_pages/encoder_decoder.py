@@ -22,7 +22,7 @@ if not picked:
     ui.share_box("encoder-decoder")
     st.stop()
 
-st.subheader("1. Your sentence, translated")
+st.header("1. Your sentence, translated")
 tokens = ui.sentence_tokens("Type an English sentence in the sidebar, for example “where is my order ?”.")
 if tokens:
     models.unknown_notes(picked, tokens)
@@ -43,11 +43,11 @@ if tokens:
     if reference is not None:
         st.caption("Words in red differ from the reference at that position.")
 
-st.subheader("2. The chapter's sentences")
+st.header("2. The chapter's sentences")
 st.table(models.chapter_table(picked), border="horizontal", hide_index=True)
 st.caption("✓: the model's greedy output is exactly the reference; otherwise its output is shown.")
 
-st.subheader("3. Measured: quality against sentence length")
+st.header("3. Measured: quality against sentence length")
 measured = models.measured(picked)
 
 

@@ -13,14 +13,14 @@ st.markdown(
     "word with attention. Nothing here is a picture: every table and chart is computed as you watch."
 )
 
-st.subheader("The sentence")
+st.header("The sentence")
 st.markdown(
     "Every page works on the sentence in the sidebar. It starts as the first of the chapter's two "
     "support emails; type your own, and copy the address bar to share exactly what you see."
 )
 ui.show_sentence("Now reading")
 
-st.subheader("The map")
+st.header("The map")
 for number, page in enumerate(STORY, start=1):
     left, right = st.columns([1, 3], vertical_alignment="center")
     with left:

@@ -51,7 +51,7 @@ def shown_units() -> int:
 
 @ui.part(GRID)
 def every_gate(trace) -> None:
-    st.subheader("1. Every gate, unit by unit")
+    st.header("1. Every gate, unit by unit")
     if hidden > 4:
         st.slider("Units to show (those whose cell state moves most)", 4, hidden, value=min(16, hidden),
                   step=4 if hidden % 4 == 0 else 1, key="units", bind="query-params",
@@ -61,7 +61,7 @@ def every_gate(trace) -> None:
 
 @ui.part(UNIT)
 def one_unit(trace) -> None:
-    st.subheader("2. One unit across the sentence")
+    st.header("2. One unit across the sentence")
     unit = st.selectbox("Unit", gates.most_active_units(trace, shown_units()), key="unit",
                         bind="query-params", on_change=ui.rerun_part(UNIT))
     ui.show("gates", {"unit": trace}, "lstm-unit", figure="unit-lines", unit=unit)
@@ -70,7 +70,7 @@ def one_unit(trace) -> None:
 every_gate(trace)
 one_unit(trace)
 
-st.subheader("3. How much each word keeps")
+st.header("3. How much each word keeps")
 ui.show("gates", {"keeping": trace}, "lstm-forget", figure="mean-forget")
 st.markdown(ui.escape_markdown(gates.forget_summary(trace)))
 
@@ -79,7 +79,7 @@ LIKE = "units-like-this"
 
 @ui.part(LIKE)
 def units_like_this(trace) -> None:
-    st.subheader("4. Units like this")
+    st.header("4. Units like this")
     st.markdown(
         "Pick a phrase of the sentence and a threshold: the units whose **cell state** c stays above the threshold "
         "at every word of the phrase are drawn below, then looked for in sentences the model never trained on "

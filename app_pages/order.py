@@ -22,7 +22,7 @@ for column, (text, label), name in ((left, CHAPTER_EMAILS[0], "Email A"), (right
         st.markdown(f"**{name}**: should go to *{TEAMS[label]}* (`{label}`)")
         st.text(text)
 
-st.subheader("1. What a bag-of-words model sees")
+st.header("1. What a bag-of-words model sees")
 bags = compare_bags(tokenize(first), tokenize(second))
 ui.draw(charts.make("bag-of-words", bags, "Email A", "Email B"), "order-bags")
 st.markdown(
@@ -31,7 +31,7 @@ st.markdown(
     f"**{bags.cosine:.3f}** (1 means the same bag). A model that only counts words has almost nothing to go on."
 )
 
-st.subheader("2. What the trained models say")
+st.header("2. What the trained models say")
 st.markdown(
     "Five classifiers trained here on generated Cartwise emails: a bag-of-words naive Bayes, and four that "
     "read in order (a plain RNN, a GRU, an LSTM and a small transformer). Each bar shows the probability "
@@ -50,7 +50,7 @@ for column, (text, label), name in ((a_col, CHAPTER_EMAILS[0], "Email A"), (b_co
         right_models = [m for m, t in traces.items() if t.predicted == label]
         st.caption(ui.escape_markdown(f"Right on {name}: {', '.join(right_models) or 'none'}."))
 
-st.subheader("3. Your sentence")
+st.header("3. Your sentence")
 tokens = ui.sentence_tokens("Type a sentence in the sidebar to see how each model routes it.")
 if tokens:
     mine = models.traces(picked, "email-classifier", tokens)
@@ -59,7 +59,7 @@ if tokens:
     votes = ", ".join(f"{m}: {t.predicted}" for m, t in mine.items())
     st.caption(ui.escape_markdown(f"Predicted team per model: {votes}."))
 
-st.subheader("4. Measured on held-out emails")
+st.header("4. Measured on held-out emails")
 measured = models.measured(picked)
 colours = models.colours(picked)
 ui.draw(charts.make("order-twins", measured, colours), "order-twins")

@@ -42,13 +42,14 @@ def tiny_rnn_lab() -> None:
         ui.notice(parsed.problem)
     run = tiny_rnn.run_tiny_rnn(parsed.values, w=w, activation=activation)
 
-    st.subheader("1. The memory, step by step")
-    table = pd.DataFrame([run.inputs, run.hidden], index=["input xₜ", "memory hₜ"],
+    st.header("1. The memory, step by step")
+    # The corner cell names the steps the columns count (an empty header cell is nothing to a screen reader).
+    table = pd.DataFrame([run.inputs, run.hidden], index=pd.Index(["input xₜ", "memory hₜ"], name="step t"),
                          columns=[str(t) for t in range(1, run.steps + 1)])
     ui.table(table, "{:.3f}", hide_index=False)
     ui.draw(charts.make("tiny-rnn-memory", run), "rnn-memory")
 
-    st.subheader("2. The gradient, going back in time")
+    st.header("2. The gradient, going back in time")
     st.markdown(
         "Learning needs the gradient to travel backwards. Each step back multiplies it by that step's "
         "local slope, ∂hₜ/∂hₜ₋₁ = w · f′(w·hₜ₋₁ + xₜ), which for tanh is w · (1 − hₜ²). Going k steps back "

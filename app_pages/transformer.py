@@ -28,7 +28,7 @@ st.markdown(
     "moment, with position information added to each word to keep the order."
 )
 
-st.subheader("1. The chapter's code, run here")
+st.header("1. The chapter's code, run here")
 st.code(CHAPTER_CODE, language="python")
 shapes = ui.chapter_shapes()
 st.code(f"torch.Size({list(shapes.out)}) torch.Size({list(shapes.h)})\n"
@@ -40,7 +40,7 @@ st.markdown(
     "to each other word, computed with matrix multiplications rather than a 40-step loop."
 )
 
-st.subheader("2. Self-attention of a trained email classifier, every layer and head")
+st.header("2. Self-attention of a trained email classifier, every layer and head")
 tokens = ui.sentence_tokens()
 encoder = models.pick("self-attention", label="Transformer classifier")
 models.download_buttons(encoder, "transformer-classifier")
@@ -55,7 +55,7 @@ NEURONS = "neurons"
 
 @ui.part(NEURONS)
 def inside_one_head(ref, tokens) -> None:
-    st.subheader("3. Inside one head: where the weights come from")
+    st.header("3. Inside one head: where the weights come from")
     st.markdown(
         "Each row above is the chapter's three steps, run by one head for one word. The word asking turns its "
         "vector into a **query** q; every word turns its own into a **key** k (both learned projections, d_k "
@@ -88,7 +88,7 @@ def inside_one_head(ref, tokens) -> None:
 if tokens and encoder:
     inside_one_head(encoder[0], tokens)
 
-st.subheader("4. Cross-attention of a trained transformer translator")
+st.header("4. Cross-attention of a trained transformer translator")
 translator = models.pick("cross-attention", label="Transformer translator")
 models.download_buttons(translator, "transformer-translator")
 if tokens and translator:
@@ -99,7 +99,7 @@ if tokens and translator:
     models.runaway_note(translator[0], trace, tokens)
     ui.show("cross-attention", translated, "transformer-cross-attention")
 
-st.subheader("5. Measured on this machine")
+st.header("5. Measured on this machine")
 if st.button("Measure again", icon=":material/timer:"):
     ui.forward_times.clear()
 rows = ui.forward_times()

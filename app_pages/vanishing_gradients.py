@@ -14,7 +14,7 @@ st.markdown(
     "models trained in this lab."
 )
 
-st.subheader("1. Which words can still move the decision?")
+st.header("1. Which words can still move the decision?")
 saliency_models = models.pick("saliency", multi=True, label="Email classifiers")
 models.download_buttons(saliency_models, "saliency")
 tokens = ui.sentence_tokens()
@@ -31,7 +31,7 @@ if tokens and saliency_models:
         "gradient over 100 steps and more."
     )
 
-st.subheader("2. ‖∂h_T/∂h_k‖ on long sequences")
+st.header("2. ‖∂h_T/∂h_k‖ on long sequences")
 recurrent = models.pick("recurrent", multi=True, label="Recurrent models")
 models.download_buttons(recurrent, "recurrent")
 JACOBIAN, TRAINING = "jacobian", "memory-steps"
@@ -100,7 +100,7 @@ def jacobians(recurrent) -> None:
 
 jacobians(recurrent)
 
-st.subheader("3. Can it learn twenty steps back?")
+st.header("3. Can it learn twenty steps back?")
 memory = models.pick("memory", multi=True, label="Memory models")
 models.download_buttons(memory, "memory")
 shipped_memory = [ref for ref in memory if ref.shipped]

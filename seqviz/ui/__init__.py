@@ -30,15 +30,69 @@ from seqviz.ui.share import SHARE_PART, share_box
 
 # A chart drawn at its own width (a heatmap of a long sentence, panels side by side) scrolls inside its own
 # box on a narrow screen, with its labels and colour scale, instead of pushing the page sideways.
+# Code's highlighted words: Streamlit's own colours are fixed whatever the theme (keywords 3.73:1, numbers 2.58:1
+# on the light code box); each is mixed here from an Okabe-Ito hue and the code's text colour (the theme's), so it
+# keeps its hue and reads at 5:1 or more in the light and the dark theme alike.
 _PAGE_STYLE = """<style>
 [data-testid="stVegaLiteChart"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
 .st-key-_lab_cookie { display: none; }  /* the lab's cookie keeper (seqviz.ui.lab) draws nothing: no gap either */
+.st-key-_scrollables { display: none; }  /* the marker of boxes that scroll sideways (below): nothing either */
+[data-testid="stCode"] .token { --hue: currentColor; color: color-mix(in srgb, var(--hue) 62%, currentColor); }
+[data-testid="stCode"] .token:is(.keyword, .function, .class-name) { --hue: #0072B2; }
+[data-testid="stCode"] .token:is(.number, .boolean, .builtin, .constant) { --hue: #D55E00; }
+[data-testid="stCode"] .token:is(.string, .char) { --hue: #009E73; }
+[data-testid="stCode"] .token.comment { --hue: #808495; font-style: italic; }
 </style>"""
+
+# A box that scrolls sideways (a formula, code, a chart wider than the screen) must be reachable by keyboard to be
+# scrolled (WCAG 2.1.1; axe's scrollable-region-focusable): while it scrolls, it takes the focus (tabindex=0) as a
+# region named for what it holds; once it fits again, it is a plain box. Streamlit gives these boxes no tabindex
+# of their own, so this component (app-page script, no iframe; it draws nothing) marks them as they appear and
+# as the window changes size.
+_SCROLLABLES_JS = """
+export default function () {
+  if (window.__seqvizScrollables) return;
+  window.__seqvizScrollables = true;
+  const BOXES = '.katex-display, [data-testid=stCode] pre, [data-testid=stCode] > div, '
+              + '[data-testid=stVegaLiteChart], [data-testid=stTable] > div, [data-testid=stMarkdownContainer] table';
+  const FOCUSABLE = 'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])';
+  const what = (box) => box.matches('.katex-display') ? 'Formula'
+    : box.closest('[data-testid=stCode]') ? 'Code'
+    : box.matches('[data-testid=stVegaLiteChart]') ? 'Chart' : 'Table';
+  const mark = () => {
+    for (const box of document.querySelectorAll(BOXES)) {
+      const scrolls = /auto|scroll/.test(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth + 1;
+      const marked = box.dataset.seqvizScroll !== undefined;
+      if (scrolls && !marked && !box.querySelector(FOCUSABLE) && !box.hasAttribute('tabindex')) {
+        box.dataset.seqvizScroll = box.getAttribute('aria-label') ?? '';
+        box.setAttribute('tabindex', '0');
+        box.setAttribute('role', box.getAttribute('role') || 'region');
+        if (!box.hasAttribute('aria-label')) box.setAttribute('aria-label', what(box) + ', scrolls sideways');
+      } else if (!scrolls && marked) {
+        box.removeAttribute('tabindex');
+        if (box.getAttribute('role') === 'region') box.removeAttribute('role');
+        if (box.dataset.seqvizScroll === '') box.removeAttribute('aria-label');
+        delete box.dataset.seqvizScroll;
+      }
+    }
+  };
+  let queued = false;
+  const soon = () => { if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; mark(); }); } };
+  new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
+  new ResizeObserver(soon).observe(document.body);
+  window.addEventListener('resize', soon);
+  soon();
+}
+"""
+_SCROLLABLES = st.components.v2.component("seqviz_scrollables", js=_SCROLLABLES_JS, css=":host { display: none; }")
 
 
 def page_style() -> None:
-    """Layout rules every page shares (app.py calls it once per run)."""
+    """Layout rules every page shares, and the marking of boxes that scroll sideways (app.py calls it once per
+    run)."""
     st.html(_PAGE_STYLE)
+    with st.sidebar:
+        _SCROLLABLES(key="_scrollables", width="content", height=0)
 
 
 def table(data: pd.DataFrame, number_format: str | Callable, text_columns: tuple[str, ...] = (),

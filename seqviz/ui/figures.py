@@ -46,8 +46,10 @@ def draw(figure: charts.Figure, name: str) -> None:
     if table is not None:
         # Keep the chart's own fixed tables (a reference point, say) beside the sentence's.
         spec = {**spec, "datasets": {**spec.get("datasets", {}), TABLE: table}}
+    alt_text = describe(spec, figure.table)  # it includes the spec's own description (a heatmap's), which it replaces
+    spec.pop("description", None)
     st.vega_lite_chart(spec=spec, width="content" if _has_own_width(template) else "stretch",
-                       height=_height_of(template, spec), alt=describe(spec, figure.table))
+                       height=_height_of(template, spec), alt=alt_text)
     row = st.container(horizontal=True)
     row.download_button("CSV", data=_csv_of(figure.table), file_name=f"{name}.csv", mime="text/csv",
                         key=f"csv-{name}", icon=":material/download:", on_click="ignore")
