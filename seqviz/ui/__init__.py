@@ -37,7 +37,8 @@ _PAGE_STYLE = """<style>
 [data-testid="stVegaLiteChart"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
 .st-key-_lab_cookie { display: none; }  /* the lab's cookie keeper (seqviz.ui.lab) draws nothing: no gap either */
 .st-key-_scrollables { display: none; }  /* the marker of boxes that scroll sideways (below): nothing either */
-[data-testid="stCode"] .token { --hue: currentColor; color: color-mix(in srgb, var(--hue) 62%, currentColor); }
+[data-testid="stCode"] .token {  /* over Streamlit's own token colours, which are more specific */
+  --hue: currentColor; color: color-mix(in srgb, var(--hue) 62%, currentColor) !important; }
 [data-testid="stCode"] .token:is(.keyword, .function, .class-name) { --hue: #0072B2; }
 [data-testid="stCode"] .token:is(.number, .boolean, .builtin, .constant) { --hue: #D55E00; }
 [data-testid="stCode"] .token:is(.string, .char) { --hue: #009E73; }
