@@ -100,10 +100,11 @@ def test_bad_options_say_why_and_exit_2(argv, says, tmp_path, capsys):
 
 
 def test_a_run_too_large_names_the_bound(tmp_path, capsys):
-    argv = ["train", "--task", "translation", "--family", "transformer-seq2seq", "--embedding", "256", "--hidden",
-            "256", "--layers", "4", "--steps", "3", "--out", str(tmp_path / "big.safetensors")]
+    # 600,057 numbers: 57 past the bound (tests/unit/test_runs.py has the one just inside)
+    argv = ["train", "--task", "translation", "--family", "transformer-seq2seq", "--embedding", "200", "--hidden",
+            "92", "--heads", "4", "--layers", "1", "--steps", "3", "--out", str(tmp_path / "big.safetensors")]
     assert run(argv) == 2
-    assert f"more than the {limits.TRAIN_MAX_PARAMETERS:,}" in capsys.readouterr().err
+    assert f"600,057 numbers, more than the {limits.TRAIN_MAX_PARAMETERS:,}" in capsys.readouterr().err
 
 
 def test_the_zoo_forms_are_still_there(capsys):

@@ -173,6 +173,18 @@ def test_held_out_agreement_means_and_histograms():
     assert held.mean("gradient", "top3") is None and held.defined("gradient") == [0.5, -0.25]
 
 
+def test_held_out_means_are_means_not_medians():
+    """Values whose mean and median differ (two values, as above, cannot tell them apart): τ of 1, 0 and 0.2 has
+    mean 0.4 and median 0.2; top-1 of True, True, False has share 2/3 and median 1."""
+    agreement = explain.Agreement(tau=[1.0, None, 0.0, 0.2, None], weighted_tau=[1.0, 0.0, 0.2, 0.0, 0.0],
+                                  top1=[True, None, True, False, None], top3=[None] * 5)
+    held = explain.HeldOutAgreement({"gradient": agreement}, inputs=5, outputs=5)
+    assert held.mean("gradient") == pytest.approx(0.4)
+    assert held.mean("gradient", "weighted_tau") == pytest.approx(0.24)  # median 0.0
+    assert held.mean("gradient", "top1") == pytest.approx(2 / 3)
+    assert explain.mean_defined([1.0, None, 0.0, 0.2]) == pytest.approx(0.4)
+
+
 def test_integrated_gradients_take_more_steps_where_the_gap_is_over_the_tolerance(monkeypatch):
     """Two points miss completeness by far more than 1e-8 nats; those outputs are redone with 50, and every output
     ends within the tolerance, as a 50-point run of them all."""

@@ -50,6 +50,25 @@ def test_out_of_bounds_specs_are_refused_with_a_message_naming_the_bound(fields,
         RunSpec(**fields)
 
 
+def test_the_parameter_limit_at_its_edge():
+    """A transformer translator of 599,255 numbers is accepted and one a unit of d_ff wider (600,057: 57 past the
+    bound, not 7x) refused; and exactly at the bound: a limit set to a model's own count takes it, one less not."""
+    at = RunSpec(task="translation", family="transformer-seq2seq", embedding=200, hidden=91, heads=4, layers=1)
+    assert at.num_parameters() == 599_255 <= limits.TRAIN_MAX_PARAMETERS
+    with pytest.raises(ValueError, match=r"would learn 600,057 numbers, more than the 600,000 .*TRAIN_MAX_PARAMETERS"):
+        RunSpec(task="translation", family="transformer-seq2seq", embedding=200, hidden=92, heads=4, layers=1)
+
+
+def test_the_parameter_limit_is_inclusive(monkeypatch):
+    spec = RunSpec(task="emails", family="lstm", embedding=8, hidden=8)
+    count = spec.num_parameters()
+    monkeypatch.setattr(limits, "TRAIN_MAX_PARAMETERS", count)
+    RunSpec(task="emails", family="lstm", embedding=8, hidden=8)  # exactly at the bound: accepted
+    monkeypatch.setattr(limits, "TRAIN_MAX_PARAMETERS", count - 1)
+    with pytest.raises(ValueError, match=f"would learn {count:,} numbers, more than the {count - 1:,}"):
+        RunSpec(task="emails", family="lstm", embedding=8, hidden=8)
+
+
 def test_sizes_that_do_not_apply_are_not_checked():
     spec = RunSpec(task="emails", family="bow", embedding=0, hidden=0, heads=0, layers=0)
     assert spec.num_parameters() > 0
