@@ -37,6 +37,8 @@ _PAGE_STYLE = """<style>
 [data-testid="stVegaLiteChart"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
 .st-key-_lab_cookie { display: none; }  /* the lab's cookie keeper (seqviz.ui.lab) draws nothing: no gap either */
 .st-key-_scrollables { display: none; }  /* the marker of boxes that scroll sideways (below): nothing either */
+/* A picker full of chosen models left its typing box 20 px wide on a phone: a target at least 24 px (WCAG 2.5.8). */
+[data-testid="stMultiSelect"] input[role="combobox"] { min-width: 24px; }
 [data-testid="stCode"] .token {  /* over Streamlit's own token colours, which are more specific */
   --hue: currentColor; color: color-mix(in srgb, var(--hue) 62%, currentColor) !important; }
 [data-testid="stCode"] .token:is(.keyword, .function, .class-name) { --hue: #0072B2; }
@@ -55,11 +57,13 @@ export default function () {
   if (window.__seqvizScrollables) return;
   window.__seqvizScrollables = true;
   const BOXES = '.katex-display, [data-testid=stCode] pre, [data-testid=stCode] > div, '
-              + '[data-testid=stVegaLiteChart], [data-testid=stTable] > div, [data-testid=stMarkdownContainer] table';
+              + '[data-testid=stVegaLiteChart], [data-testid=stTable] > div, [data-testid=stMarkdownContainer] table, '
+              + '[data-testid=stTable] [data-testid=stMarkdownContainer]';
   const FOCUSABLE = 'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])';
   const what = (box) => box.matches('.katex-display') ? 'Formula'
     : box.closest('[data-testid=stCode]') ? 'Code'
-    : box.matches('[data-testid=stVegaLiteChart]') ? 'Chart' : 'Table';
+    : box.matches('[data-testid=stVegaLiteChart]') ? 'Chart'
+    : box.matches('[data-testid=stMarkdownContainer]') ? 'Table cell' : 'Table';
   const mark = () => {
     for (const box of document.querySelectorAll(BOXES)) {
       const scrolls = /auto|scroll/.test(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth + 1;
