@@ -324,6 +324,8 @@ def test_a_second_run_waits_for_the_first_and_can_be_cancelled(cookies):
             """a "Stopped when you asked" message"""
             return any("stopped when you asked" in s.value.lower() for s in a.main.success)
 
+        # (after its first step: a run stopped before it keeps no model, which a loaded machine made happen here)
+        settle(first, lambda a: (step(a) or 0) > 0, what="a step of the first run")
         press(first, "Stop training")
         settle(first, stopped_when_asked)
         (model,) = lab_models(first)
