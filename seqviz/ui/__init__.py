@@ -39,6 +39,11 @@ _PAGE_STYLE = """<style>
 .st-key-_scrollables { display: none; }  /* the marker of boxes that scroll sideways (below): nothing either */
 /* A picker full of chosen models left its typing box 20 px wide on a phone: a target at least 24 px (WCAG 2.5.8). */
 [data-testid="stMultiSelect"] input[role="combobox"] { min-width: 24px; }
+/* White on the dark theme's primary blue (#56B4E9) reads 2.3:1: chosen models' tags and primary buttons write in
+   the dark background's colour there (light-dark() follows the colour scheme Streamlit sets for its theme). */
+[data-testid="stMultiSelect"] [data-tag], [data-testid="stMultiSelect"] [data-tag] *,
+[data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] * {
+  color: light-dark(#FFFFFF, #10141B) !important; }
 [data-testid="stCode"] .token {  /* over Streamlit's own token colours, which are more specific */
   --hue: currentColor; color: color-mix(in srgb, var(--hue) 62%, currentColor) !important; }
 [data-testid="stCode"] .token:is(.keyword, .function, .class-name) { --hue: #0072B2; }
@@ -58,7 +63,7 @@ export default function () {
   window.__seqvizScrollables = true;
   const BOXES = '.katex-display, [data-testid=stCode] pre, [data-testid=stCode] > div, '
               + '[data-testid=stVegaLiteChart], [data-testid=stTable] > div, [data-testid=stMarkdownContainer] table, '
-              + '[data-testid=stTable] [data-testid=stMarkdownContainer]';
+              + 'td > [data-testid=stMarkdownContainer], th > [data-testid=stMarkdownContainer]';
   const FOCUSABLE = 'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])';
   const what = (box) => box.matches('.katex-display') ? 'Formula'
     : box.closest('[data-testid=stCode]') ? 'Code'
@@ -66,7 +71,7 @@ export default function () {
     : box.matches('[data-testid=stMarkdownContainer]') ? 'Table cell' : 'Table';
   const mark = () => {
     for (const box of document.querySelectorAll(BOXES)) {
-      const scrolls = /auto|scroll/.test(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth + 1;
+      const scrolls = /auto|scroll/.test(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth;
       const marked = box.dataset.seqvizScroll !== undefined;
       if (scrolls && !marked && !box.querySelector(FOCUSABLE) && !box.hasAttribute('tabindex')) {
         box.dataset.seqvizScroll = box.getAttribute('aria-label') ?? '';
@@ -86,6 +91,8 @@ export default function () {
   new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
   new ResizeObserver(soon).observe(document.body);
   window.addEventListener('resize', soon);
+  document.fonts.ready.then(soon);
+  setInterval(soon, 2000);  // a box can start to scroll with no change to the page's nodes (a late font, a table)
   soon();
 }
 """
