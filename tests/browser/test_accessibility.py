@@ -39,7 +39,7 @@ def violations(pg) -> list[str]:
 
 
 @pytest.mark.browser
-@pytest.mark.timeout(900)  # twelve pages: about 3 minutes on a quiet 2-core machine, 10 under a full suite's load
+@pytest.mark.timeout(900)  # twelve pages: 1 to 1.5 minutes on this 2-core machine, 10 beside a full suite
 @pytest.mark.parametrize(("scheme", "screen"), COMBINATIONS, ids=[f"{s}-{d}" for s, d in COMBINATIONS])
 def test_no_axe_violation_on_any_page(app_url, browser, scheme, screen):
     context = new_context(browser, SCREENS[screen], color_scheme=scheme)
