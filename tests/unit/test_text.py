@@ -111,3 +111,9 @@ def test_vocab_json_round_trip():
 def test_vocab_from_json_rejects_bad_items(items):
     with pytest.raises(ValueError):
         Vocab.from_json(items)
+
+
+def test_vocab_build_drops_specials_in_the_text_and_breaks_ties_alphabetically():
+    """(Two mutants scripts/mutation found surviving: a special kept from the text, ties in first-seen order.)"""
+    built = Vocab.build([["b", "a", "<unk>", "c", "<pad>"], ["c"]])
+    assert built.itos == [PAD, UNK, BOS, EOS, "c", "a", "b"]  # c twice first; a and b once each, alphabetically
