@@ -15,7 +15,7 @@ shows them. One statistic (the mean) and one rounding (:func:`seqviz.charts.expl
 from __future__ import annotations
 
 from seqviz import charts, limits
-from seqviz.charts.explain import MEASURE_NAMES, percent
+from seqviz.charts.explain import ABLATION_NAMES, MEASURE_NAMES, percent
 from seqviz.views.base import View
 from seqviz.views.translation import Translator
 
@@ -147,6 +147,11 @@ class AttentionReplaced(Translator):
 
         return {ablation: translate_with(model, vocabularies, list(tokens), ablation, max_len=max_len)
                 for ablation in ABLATIONS}
+
+    def summary(self, trace) -> str:
+        """The three translations in one line: 'With its own attention: “…”; with uniform weights: “…”; …'."""
+        said = "; ".join(f"with {ABLATION_NAMES[a]}: “{' '.join(words) or '(nothing)'}”" for a, words in trace.items())
+        return said[:1].upper() + said[1:] + "."
 
 
 class ExplainClassifier(View):

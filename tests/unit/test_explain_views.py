@@ -65,3 +65,14 @@ def test_importance_draws_every_measure_taken():
                                        {"gradient": np.ones(3), "integrated_gradients": None,
                                         "leave_one_out": np.zeros(3)})
     assert figure.args[0] == ("attention α", MEASURE_NAMES["gradient"], MEASURE_NAMES["leave_one_out"])
+
+
+def test_attention_replaced_says_its_three_translations_in_one_line():
+    """A /train snapshot's caption and any caller of View.summary: the view's own trace, a dict of word lists (it
+    once inherited the translation view's summary and raised on it)."""
+    from seqviz import views
+
+    trace = {"none": ["où", "est", "mon", "colis", "?"], "uniform": ["où", "est", "LE", "colis"], "permuted": []}
+    said = views.get("attention-replaced").summary(trace)
+    assert said == ("With its own attention: “où est mon colis ?”; with uniform weights: “où est LE colis”; "
+                    "with its weights, shuffled: “(nothing)”.")
