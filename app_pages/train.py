@@ -34,7 +34,7 @@ def draw_snapshot(snapshot, label: str, family: str, run_id: str) -> None:
 
 def draw_run(state) -> None:
     spec = state.spec
-    st.markdown(f"#### {ui.escape_markdown(state.name)}")
+    st.subheader(ui.escape_markdown(state.name), anchor=False)  # h3 under "Your runs" (h2)
     sharing = shared_runs.sharing_text(state)
     if sharing:
         st.caption(sharing)
@@ -145,7 +145,7 @@ def panel() -> None:
 
 
 if runs:
-    st.subheader("Your runs")
+    st.header("Your runs", anchor=False)
     panel()
 
 ui.share_box("train")

@@ -45,7 +45,7 @@ def test_a_class_asking_for_one_run_trains_it_once_and_a_late_visitor_has_it_at_
         main = first.get_by_test_id("stMain")
         # Queued (the shared server's one worker may be busy with another test's run), training or even ended: its
         # panel is there, and the run is there for the next visitor to follow (or to take finished).
-        expect(main.locator("h4").filter(has_text="dot, hidden 16, 120 steps")).to_be_visible(timeout=60_000)
+        expect(main.locator("h3").filter(has_text="dot, hidden 16, 120 steps")).to_be_visible(timeout=60_000)
 
         ask_for_the_run(phone, app_url)
         phone_main = phone.get_by_test_id("stMain")

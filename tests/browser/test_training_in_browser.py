@@ -68,7 +68,7 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     expect(progress).to_contain_text(f"of {STEPS}", timeout=60_000)
     # How busy the server is follows the run out of the queue (drawn once, it said "1 waiting" all run long).
     expect(main.get_by_text(re.compile(r"Now: 1 training, 0 waiting"))).to_have_count(1, timeout=15_000)
-    name = main.locator("h4").first.inner_text().strip()
+    name = main.locator("h3").first.inner_text().strip()
     assert name == f"dot, hidden {HIDDEN}, {STEPS} steps"
 
     # The panel redraws itself (every 2 s, no click): the step moves at least twice, the chart with it.
@@ -94,7 +94,7 @@ def test_a_visitor_trains_a_translator(app_url, browser, page, tmp_path):
     assert_no_exception(page)
     go_to(page, "Train your own", "train")
     expect(main.get_by_role("heading", name="Your runs")).to_be_visible()
-    expect(main.locator("h4").filter(has_text=name)).to_have_count(1)
+    expect(main.locator("h3").filter(has_text=name)).to_have_count(1)
 
     # The end: the success box, the snapshots to replay, the table beside the shipped model.
     done = main.get_by_test_id("stAlert").filter(has_text=re.compile(r"(Finished|Stopped)[^.]* after \d+ steps"))
@@ -273,13 +273,13 @@ def test_a_run_is_the_browsers_in_every_tab_and_no_other_browsers(app_server, br
         main = page.get_by_test_id("stMain")
         queued = main.get_by_test_id("stAlert").filter(has_text="place 1 in the queue")
         expect(queued).to_be_visible(timeout=60_000)
-        name = main.locator("h4").first.inner_text().strip()
+        name = main.locator("h3").first.inner_text().strip()
         assert name == f"dot, hidden {HIDDEN}, {LONG_STEPS} steps"
         wait_for_app(page)
         shot(page, "train-lab-queued-desktop", queued)
         page.reload()
         wait_for_app(page)
-        expect(main.locator("h4").filter(has_text=name)).to_have_count(1, timeout=5_000)
+        expect(main.locator("h3").filter(has_text=name)).to_have_count(1, timeout=5_000)
         expect(queued).to_be_visible(timeout=5_000)
         expect(main.get_by_role("button", name="Cancel")).to_be_visible()
 
@@ -313,7 +313,7 @@ def test_a_run_is_the_browsers_in_every_tab_and_no_other_browsers(app_server, br
         tab.bring_to_front()
         in_tab = steps_going_on(tab)
         assert len(in_tab) >= 3 and in_tab == sorted(in_tab), f"the second tab's step did not go on: {in_tab}"
-        expect(tab_main.locator("h4").filter(has_text=name)).to_have_count(1)
+        expect(tab_main.locator("h3").filter(has_text=name)).to_have_count(1)
         open_sidebar(tab)
         status = tab.get_by_test_id("stSidebar").get_by_test_id("stProgress").filter(has_text=f"Training {name}")
         expect(status).to_contain_text(STEP_TEXT)
@@ -369,7 +369,7 @@ def test_a_run_is_the_browsers_in_every_tab_and_no_other_browsers(app_server, br
         other_main = other.get_by_test_id("stMain")
         expect(other_main.get_by_text(re.compile(r"Now: \d+ training, \d+ waiting"))).to_have_count(1)
         expect(other_main.get_by_role("heading", name="Your runs")).to_have_count(0)
-        expect(other_main.locator("h4")).to_have_count(0)
+        expect(other_main.locator("h3")).to_have_count(0)
         expect(other.get_by_test_id("stSidebar").get_by_test_id("stProgress")).to_have_count(0)
         your_models(other, 0)
         assert_no_exception(other)
@@ -377,7 +377,7 @@ def test_a_run_is_the_browsers_in_every_tab_and_no_other_browsers(app_server, br
         blocker.reload()
         wait_for_app(blocker)
         expect(your_models(blocker, 1)).not_to_contain_text(name)
-        expect(blocker.get_by_test_id("stMain").locator("h4").filter(has_text=name)).to_have_count(0)
+        expect(blocker.get_by_test_id("stMain").locator("h3").filter(has_text=name)).to_have_count(0)
     finally:
         for each in (blocker_context, context, other_context):
             each.close()

@@ -104,8 +104,8 @@ def your_models(at: AppTest) -> str:
 
 
 def run_names(at: AppTest) -> list[str]:
-    """The runs' headings in the panel (the markdown "#### name")."""
-    return [str(m.value)[5:].replace("\\", "") for m in at.main.markdown if str(m.value).startswith("#### ")]
+    """The runs' headings in the panel (each run's name, an h3 under "Your runs")."""
+    return [str(h.value).replace("\\", "") for h in at.main.subheader]
 
 
 def stop_and_end(at: AppTest) -> AppTest:
@@ -180,7 +180,7 @@ def test_a_reload_or_a_second_tab_shows_the_labs_run_and_another_browser_none_of
     cookies["seqviz_lab"] = key  # a reload, or a second tab of the same browser: the same cookie
     again = open_train()
     assert lab_of(again) == lab_of(first)
-    assert "Your runs" in [h.value for h in again.subheader] and run_names(again) == [name]
+    assert "Your runs" in [h.value for h in again.header] and run_names(again) == [name]
     assert training(again) or has_button(again, "Cancel"), all_text(again)  # in progress: training or queued
     settle(again, lambda a: (step(a) or 0) > 0, what="a step of the run")
     seen = step(again)
@@ -196,7 +196,7 @@ def test_a_reload_or_a_second_tab_shows_the_labs_run_and_another_browser_none_of
     cookies["seqviz_lab"] = labs.open_lab(database(), None).key
     other = open_train()
     assert lab_of(other) != lab_of(first)
-    assert "Your runs" not in [h.value for h in other.subheader] and not run_names(other)
+    assert "Your runs" not in [h.value for h in other.header] and not run_names(other)
     assert not has_button(other, "Stop training") and not other.sidebar.get("progress")
 
     # Stop in the second tab: the run stops, keeping what it learned, and both tabs show its model

@@ -60,7 +60,7 @@ def test_a_visitor_without_a_run_sees_how_busy_training_is():
         busy = re.search(r"Now: (\d+) training, (\d+) waiting", all_text(visitor))
         assert busy and int(busy.group(1)) >= 1, all_text(visitor)
         assert "a run started now would begin in about" in all_text(visitor)
-        assert "Your runs" not in [h.value for h in visitor.subheader]  # how busy, but nothing of the other lab's run
+        assert "Your runs" not in [h.value for h in visitor.header]  # how busy, but nothing of the other lab's run
         assert not any(b.label == "Stop training" for b in visitor.button)
     finally:  # the 5000-step run is stopped, whatever failed above: it ends (keeping what it learned) before the next
         trainer.run()
@@ -106,7 +106,7 @@ def test_without_the_lab_store_train_says_why_and_nothing_raises(monkeypatch):
     assert "Every other page works" in said
     start = next(b for b in at.button if b.label == "Start training")
     assert start.disabled  # nothing to start a run in
-    assert "Your runs" not in [h.value for h in at.subheader]
+    assert "Your runs" not in [h.value for h in at.header]
     at.number_input(key="tr_steps").set_value(40).run()  # the form still works
     assert not at.exception and at.number_input(key="tr_steps").value == 40
     for page in ("app_pages/attention.py", "app_pages/train.py"):
