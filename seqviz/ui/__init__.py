@@ -44,6 +44,13 @@ _PAGE_STYLE = """<style>
 [data-testid="stMultiSelect"] [data-tag], [data-testid="stMultiSelect"] [data-tag] *,
 [data-testid="stBaseButton-primary"], [data-testid="stBaseButton-primary"] * {
   color: light-dark(#FFFFFF, #10141B) !important; }
+/* A box that scrolls sideways says so where it starts (marked by the component below; on a phone: a formula, a
+   heatmap of a long sentence, a wide table), the hint staying in view while the box scrolls; hidden from screen
+   readers, which hear the box's own name ("Formula, scrolls sideways"). */
+[data-seqviz-overflows]::before {
+  content: "\\2194\\FE0E  scroll sideways for the rest" / ""; display: block; position: sticky; left: 0;
+  width: max-content; font-size: 0.8rem; line-height: 1.6; color: color-mix(in srgb, currentColor 70%, transparent);
+  font-family: "Source Sans", sans-serif; font-style: normal; text-align: left; }
 [data-testid="stCode"] .token {  /* over Streamlit's own token colours, which are more specific */
   --hue: currentColor; color: color-mix(in srgb, var(--hue) 62%, currentColor) !important; }
 [data-testid="stCode"] .token:is(.keyword, .function, .class-name) { --hue: #0072B2; }
@@ -73,6 +80,7 @@ export default function () {
     for (const box of document.querySelectorAll(BOXES)) {
       const scrolls = /auto|scroll/.test(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth;
       const marked = box.dataset.seqvizScroll !== undefined;
+      if (scrolls) box.dataset.seqvizOverflows = ''; else delete box.dataset.seqvizOverflows;  // its hint (CSS)
       if (scrolls && !marked && !box.querySelector(FOCUSABLE) && !box.hasAttribute('tabindex')) {
         box.dataset.seqvizScroll = box.getAttribute('aria-label') ?? '';
         box.setAttribute('tabindex', '0');
