@@ -51,6 +51,10 @@ _PAGE_STYLE = """<style>
   content: "\\2194\\FE0E  scroll sideways for the rest" / ""; display: block; position: sticky; left: 0;
   width: max-content; font-size: 0.8rem; line-height: 1.6; color: color-mix(in srgb, currentColor 70%, transparent);
   font-family: "Source Sans", sans-serif; font-style: normal; text-align: left; }
+/* Streamlit shows a chart's toolbar and a heading's link only under the mouse, yet Tab reaches their buttons: they
+   show while they hold the focus, so a keyboard's focus is never on something unseen (WCAG 2.4.7). */
+[data-testid="stElementToolbar"]:focus-within, [data-testid="stHeaderActionElements"] a:focus {
+  opacity: 1 !important; transition: none !important; }
 [data-testid="stCode"] .token {  /* over Streamlit's own token colours, which are more specific */
   --hue: currentColor; color: color-mix(in srgb, var(--hue) 62%, currentColor) !important; }
 [data-testid="stCode"] .token:is(.keyword, .function, .class-name) { --hue: #0072B2; }
