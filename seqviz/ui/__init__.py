@@ -37,6 +37,7 @@ _PAGE_STYLE = """<style>
 [data-testid="stVegaLiteChart"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
 .st-key-_lab_cookie { display: none; }  /* the lab's cookie keeper (seqviz.ui.lab) draws nothing: no gap either */
 .st-key-_scrollables { display: none; }  /* the marker of boxes that scroll sideways (below): nothing either */
+.st-key-_paste { display: none; }  /* the sentence box's paste keeper (seqviz.ui.sentence_box): nothing either */
 /* A picker full of chosen models left its typing box 20 px wide on a phone: a target at least 24 px (WCAG 2.5.8). */
 [data-testid="stMultiSelect"] input[role="combobox"] { min-width: 24px; }
 /* White on the dark theme's primary blue (#56B4E9) reads 2.3:1: chosen models' tags and primary buttons write in

@@ -11,8 +11,45 @@ SENTENCE_KEY = "s"  # also the URL query parameter: /attention?s=where+is+my+par
 DEFAULT_SENTENCE = "The parcel arrived, but never the charger that was supposed to be in it."
 
 
+# A paste longer than the box holds: Streamlit's box ignores it whole (its max_chars check drops the change). This
+# keeps what fits, where the visitor pasted it, and tells the server how many characters were left out (a count, no
+# text: the component is given only the limit). It draws nothing.
+_PASTE_JS = """
+export default function ({ data, setTriggerValue }) {
+  window.__seqvizPaste = { limit: data.limit, tell: setTriggerValue };
+  if (window.__seqvizPasteHooked) return;
+  window.__seqvizPasteHooked = true;
+  document.addEventListener("paste", (event) => {
+    const box = event.target, paste = window.__seqvizPaste;
+    if (!(box instanceof HTMLInputElement) || box.getAttribute("aria-label") !== "Sentence") return;
+    const text = (event.clipboardData && event.clipboardData.getData("text")) || "";
+    const start = box.selectionStart ?? box.value.length, end = box.selectionEnd ?? start;
+    const room = paste.limit - (box.value.length - (end - start));
+    if (text.length <= room) return;
+    event.preventDefault();
+    const kept = text.slice(0, Math.max(0, room));
+    const set = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set;
+    set.call(box, box.value.slice(0, start) + kept + box.value.slice(end));
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+    paste.tell("cut", text.length - kept.length);
+  }, true);
+}
+"""
+_PASTE = st.components.v2.component("seqviz_paste", js=_PASTE_JS, css=":host { display: none; }")
+_PASTE_KEY = "_paste"
+_CUT_KEY = "_paste_cut"  # (characters a paste left out, the sentence before it), while the paste's sentence stands
+
+
+def _pasted() -> None:
+    cut = getattr(st.session_state.get(_PASTE_KEY), "cut", None)
+    if isinstance(cut, int | float) and not isinstance(cut, bool) and 0 < cut < 10**9:  # (a JS number)
+        st.session_state[_CUT_KEY] = (int(cut), sentence())  # (the box is taken on Enter: until then, the old)
+
+
 def sentence_input() -> None:
     """The sidebar's one sentence, bound to ?s= so a copied address reopens the same view."""
+    with st.sidebar:
+        _PASTE(key=_PASTE_KEY, on_cut_change=_pasted, width="content", height=0, data={"limit": MAX_CHARS})
     st.sidebar.text_input(
         "Sentence",
         value=DEFAULT_SENTENCE,
@@ -47,6 +84,11 @@ def sentence_tokens(hint: str = "Type a sentence in the sidebar.") -> tuple[str,
     result = prepare(sentence())
     if result.message:
         notice(result.message)
+    cut, before = st.session_state.get(_CUT_KEY) or (0, None)
+    if cut and len(sentence()) == MAX_CHARS and sentence() != before:
+        notice(f"Only the first {MAX_CHARS} characters of what you pasted were kept ({cut} more were left out).")
+    elif cut and sentence() != before:  # the visitor has since typed another sentence
+        st.session_state.pop(_CUT_KEY, None)
     if not result.tokens:
         st.info(hint, icon=":material/edit:")
         return None
