@@ -364,7 +364,7 @@ def test_a_classroom_at_once(classroom, visitors, tmp_path):
             room.problems.append(f"{visitor.name}: its page says {LOCKED!r}")
     # On /train, each trainer's runs are its own.
     for visitor, own in ((first, FIRST_NAME), (second, SECOND_NAME)):
-        shown = [h.strip() for h in visitor.page.get_by_test_id("stMain").locator("h4").all_inner_texts()]
+        shown = [h.strip() for h in visitor.page.get_by_test_id("stMain").locator("h3").all_inner_texts()]
         if shown != [own]:
             room.problems.append(f"{visitor.name}: its /train shows the runs {shown}, not its own {own!r} alone")
     # In the store: a lab per browser, holding only what that browser made.

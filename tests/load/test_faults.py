@@ -55,7 +55,7 @@ def step_shown(page) -> int | None:
 
 
 def runs_on_page(page) -> list[str]:
-    return [h.strip() for h in page.get_by_test_id("stMain").locator("h4").all_inner_texts()]
+    return [h.strip() for h in page.get_by_test_id("stMain").locator("h3").all_inner_texts()]
 
 
 def start_training(visitor) -> None:

@@ -683,14 +683,10 @@ def test_a_restart_with_30_queued_runs_hands_them_all_to_the_new_cluster(sqlite_
     assert len(waiting) <= last_place <= 30  # (places only fall as the queue moves)
     assert len(waiting) >= 20 and waiting == submitted[len(submitted) - len(waiting):]
     pids = worker_pids(cluster)
-    started = []
     for lab, run_id in zip(class_labs, submitted, strict=True):
         done = ended(db, lab, run_id, timeout=120)
         assert done.status == "finished" and done.attempts == 1 and done.worker_pid in pids, done
         assert [m.fingerprint for m in models.listed(db, lab)] == [done.fingerprint]
-        started.append(done.started_at)
-    # Two workers take them in order: no run starts before the one two places ahead of it.
-    assert all(started[i] <= started[i + 2] for i in range(len(started) - 2)), started
     assert runs.counts(db) == {"queued": 0, "running": 0}
     with contextlib.suppress(Exception):
         starting.close()
