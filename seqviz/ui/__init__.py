@@ -85,7 +85,10 @@ export default function () {
     for (const box of document.querySelectorAll(BOXES)) {
       const scrolls = /auto|scroll/.test(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth;
       const marked = box.dataset.seqvizScroll !== undefined;
-      if (scrolls) box.dataset.seqvizOverflows = ''; else delete box.dataset.seqvizOverflows;  // its hint (CSS)
+      // its hint (CSS); written only when it changes, so a page at rest stays still
+      if (scrolls !== (box.dataset.seqvizOverflows !== undefined)) {
+        if (scrolls) box.dataset.seqvizOverflows = ''; else delete box.dataset.seqvizOverflows;
+      }
       if (scrolls && !marked && !box.querySelector(FOCUSABLE) && !box.hasAttribute('tabindex')) {
         box.dataset.seqvizScroll = box.getAttribute('aria-label') ?? '';
         box.setAttribute('tabindex', '0');
