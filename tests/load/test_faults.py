@@ -261,7 +261,7 @@ def test_an_orphaned_run_stops_on_its_worker_and_the_worker_s_memory_returns(tmp
 @pytest.mark.browser
 @pytest.mark.timeout(300)
 @pytest.mark.xfail(strict=False, reason=(
-    "OPEN BUG, not understood (stop 32's notes): in 3 of 4 recent runs the reloaded training tab did not show its run "
+    "OPEN BUG, not understood (stop 32's notes): in 3 of 5 recent runs the reloaded training tab did not show its run "
     "past the step it had at the reload within 60 s (the run itself is kept, and the queued tab's reload passes); "
     "it passed in stop 31's CI. Marked so that CI shows it (XPASS or XFAIL) while it is investigated; to be removed "
     "with the fix."))
