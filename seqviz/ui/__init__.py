@@ -85,9 +85,11 @@ export default function () {
     for (const box of document.querySelectorAll(BOXES)) {
       const scrolls = /auto|scroll/.test(getComputedStyle(box).overflowX) && box.scrollWidth > box.clientWidth;
       const marked = box.dataset.seqvizScroll !== undefined;
-      // its hint (CSS); written only when it changes, so a page at rest stays still
-      if (scrolls !== (box.dataset.seqvizOverflows !== undefined)) {
-        if (scrolls) box.dataset.seqvizOverflows = ''; else delete box.dataset.seqvizOverflows;
+      // its hint (CSS), only where a real part is hidden (a formula in a column can overflow by a pixel or two);
+      // written only when it changes, so a page at rest stays still
+      const hides = scrolls && box.scrollWidth > box.clientWidth + 8;
+      if (hides !== (box.dataset.seqvizOverflows !== undefined)) {
+        if (hides) box.dataset.seqvizOverflows = ''; else delete box.dataset.seqvizOverflows;
       }
       if (scrolls && !marked && !box.querySelector(FOCUSABLE) && !box.hasAttribute('tabindex')) {
         box.dataset.seqvizScroll = box.getAttribute('aria-label') ?? '';
