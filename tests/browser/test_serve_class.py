@@ -112,8 +112,13 @@ def test_a_class_gets_the_laptops_address_and_nothing_goes_out(classroom, browse
             assert [r.text for r in zxingcpp.read_barcodes(shot)] == [shared], f"{name}: the QR code does not read"
             if device is harness.DESKTOP:  # for a projector: the image's full-screen button fills the screen
                 image.hover()
-                sidebar.get_by_test_id("stElementToolbarButton").last.click()
-                pg.wait_for_timeout(800)
+                toolbar = sidebar.get_by_test_id("stElementToolbar")
+                # the toolbar fades in under the mouse: a click during the fade can be lost
+                pg.wait_for_function("bar => getComputedStyle(bar).opacity === '1'", arg=toolbar.element_handle())
+                toolbar.get_by_test_id("stElementToolbarButton").last.click()
+                pg.wait_for_function(
+                    "name => [...document.querySelectorAll('img')].some(i => i.alt === name && i.width >= 800)",
+                    arg=f"QR code of {shared}", timeout=10_000)
                 big = pg.get_by_role("img", name=f"QR code of {shared}").bounding_box()
                 assert big and min(big["width"], big["height"]) >= 800, f"full screen, the code is small: {big}"
                 pg.screenshot(path=str(SHOTS / f"{name}-full-screen.png"))
