@@ -1,8 +1,12 @@
-"""Every page passes axe-core at WCAG 2.2 AA: light and dark, a desktop's screen and a phone's.
+"""Every page passes axe-core at WCAG 2.2 AA, light and dark, on a desktop's screen and a phone's; and on the
+desktop, a keyboard-only visitor reaches every control by Tab (tests/browser/keyboard_walk.py).
 
 axe-core (the engine browsers' own audits use) runs inside the page through axe-playwright-python, which bundles
-its script: nothing is downloaded. One Chromium (the test run's), one context per combination, every page of the
-story visited in turn by its address, on the shared server (tests/browser/conftest.py).
+its script: nothing is downloaded. One Chromium (the test run's), one context per screen, every page of the story
+visited in turn by its address, on the shared server (tests/browser/conftest.py). Each page is audited in the
+light theme, then in the dark one: the browser's colour scheme changes under the open page and Streamlit follows
+it, as it does for a visitor whose system turns dark at sunset (the same theme a page opened dark gets), so each
+page is loaded once per screen.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from browsing import assert_no_exception, wait_for_app
+from keyboard_walk import keyboard_problems
 
 from seqviz.browser import DESKTOP, PHONE, new_context, new_page
 from seqviz.story import PAGES
@@ -22,7 +27,7 @@ AXE_OPTIONS = {"runOnly": {"type": "tag", "values": WCAG_AA}, "rules": {rule: {"
                "resultTypes": ["violations"]}
 
 SCREENS = {"desktop": {**DESKTOP, "viewport": {"width": 1280, "height": 900}}, "phone": PHONE}
-COMBINATIONS = [(scheme, screen) for scheme in ("light", "dark") for screen in SCREENS]
+SCHEMES = {"light": "rgb(255, 255, 255)", "dark": "rgb(16, 20, 27)"}  # the app's background in each theme
 
 _AXE = Axe()
 
@@ -38,22 +43,42 @@ def violations(pg) -> list[str]:
     return lines
 
 
+def in_scheme(pg, scheme: str) -> None:
+    """The browser's colour scheme set to ``scheme`` under the open page, once the app has drawn itself in it."""
+    pg.emulate_media(color_scheme=scheme)
+    pg.wait_for_function("bg => getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor"
+                         " === bg", arg=SCHEMES[scheme])
+    wait_for_app(pg)
+
+
 @pytest.mark.browser
-@pytest.mark.timeout(900)  # twelve pages: 1 to 1.5 minutes on this 2-core machine, 10 beside a full suite
-@pytest.mark.parametrize(("scheme", "screen"), COMBINATIONS, ids=[f"{s}-{d}" for s, d in COMBINATIONS])
-def test_no_axe_violation_on_any_page(app_url, browser, scheme, screen):
-    context = new_context(browser, SCREENS[screen], color_scheme=scheme)
+@pytest.mark.timeout(1200)  # eleven pages, two themes (and the keyboard walk on a desktop): 2 to 4 minutes here
+@pytest.mark.parametrize("screen", SCREENS)
+def test_every_page_at_wcag_aa_light_and_dark(app_url, browser, screen):
+    context = new_context(browser, SCREENS[screen], color_scheme="light")
+    found, keyboard = {}, {}
     try:
         pg = new_page(context)
-        found = {}
         for story_page in PAGES:
+            name = story_page.url_path or "home"
+            pg.emulate_media(color_scheme="light")
             pg.goto(f"{app_url}/{story_page.url_path}")
             wait_for_app(pg)
             assert_no_exception(pg)
-            lines = violations(pg)
-            if lines:
-                found[story_page.url_path or "home"] = lines
+            for scheme in SCHEMES:
+                in_scheme(pg, scheme)
+                lines = violations(pg)
+                if lines:
+                    found[f"/{name}, {scheme} theme"] = lines
+            if screen == "desktop":
+                lines = keyboard_problems(pg)
+                if lines:
+                    keyboard[f"/{name}"] = lines
     finally:
         context.close()
-    report = "\n".join(f"/{name}:\n  " + "\n  ".join(lines) for name, lines in found.items())
-    assert not found, f"axe at WCAG 2.2 AA, {scheme} theme, {screen}:\n{report}"
+
+    def report(problems: dict[str, list[str]]) -> str:
+        return "\n".join(f"{where}:\n  " + "\n  ".join(lines) for where, lines in problems.items())
+
+    assert not found, f"axe at WCAG 2.2 AA, {screen}:\n{report(found)}"
+    assert not keyboard, f"by keyboard alone, {screen}:\n{report(keyboard)}"

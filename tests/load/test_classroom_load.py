@@ -311,8 +311,6 @@ def labs_hold_only_their_own(server, typists, first, second, uploader) -> list[s
     return problems
 
 
-@pytest.mark.timeout(TEST_TIMEOUT_S)
-
 def session_problems(sessions) -> list[str]:
     """What went wrong for the sessions: their own problems, exceptions, and the store's trouble said to them."""
     problems = [problem for session in sessions for problem in session.problems]
@@ -320,6 +318,8 @@ def session_problems(sessions) -> list[str]:
     return problems + [f"{s.name}: the server said {words.decode()!r}" for s in sessions for words in STORE_TROUBLE
                        if s.saw(words)]
 
+
+@pytest.mark.timeout(TEST_TIMEOUT_S)
 def test_a_classroom_at_once(classroom, visitors, tmp_path):
     began = time.monotonic()
     upload_path = tmp_path / "tiny-dot.safetensors"

@@ -1,17 +1,13 @@
-"""A keyboard-only visitor walks every page (issue 27): pressing Tab from the top reaches every control a mouse
-can use (the sentence box, pickers, sliders, number boxes, buttons, downloads, links), in the sidebar and on the
-page, and never puts the focus on something that cannot be seen (a chart's toolbar button hidden until hovered).
+"""A keyboard-only visitor's walk through a page (issue 27): pressing Tab from the top must reach every control a
+mouse can use (the sentence box, pickers, sliders, number boxes, buttons, downloads, links), in the sidebar and on
+the page, and never put the focus on something that cannot be seen (a chart's toolbar button hidden until hovered).
 
-Desktop, light theme, every page of the story on the shared server; one context, pages visited by address.
+tests/browser/test_accessibility.py walks every page so, on a desktop, on the same visit as its axe audit.
 """
 
 from __future__ import annotations
 
-import pytest
-from browsing import assert_no_exception, wait_for_app
-
-from seqviz.browser import DESKTOP, new_context, new_page
-from seqviz.story import PAGES
+from browsing import wait_for_app
 
 MAX_TABS = 400  # presses per page before the walk gives up (the longest page has about a hundred stops)
 
@@ -90,30 +86,18 @@ def walk(pg) -> tuple[set[str], list[str], int]:
     return reached, unseen, MAX_TABS
 
 
-@pytest.mark.browser
-@pytest.mark.timeout(900)
-def test_every_page_by_keyboard_alone(app_url, browser):
-    context = new_context(browser, {**DESKTOP, "viewport": {"width": 1280, "height": 900}})
-    problems = {}
-    try:
-        pg = new_page(context)
-        for story_page in PAGES:
-            name = story_page.url_path or "home"
-            pg.goto(f"{app_url}/{story_page.url_path}")
-            wait_for_app(pg)
-            assert_no_exception(pg)
-            open_every_expander(pg)
-            controls = pg.evaluate(MARK_CONTROLS)
-            assert controls >= 2, f"/{name}: {controls} controls found (the sentence box at least)"
-            pg.locator("body").focus()
-            reached, unseen, presses = walk(pg)
-            missed = [pg.evaluate(DESCRIBE, kb) for kb in map(str, range(controls)) if kb not in reached]
-            found = [f"not reached by Tab: {what}" for what in missed]
-            found += [f"focused while it cannot be seen: {what}" for what in dict.fromkeys(unseen)]
-            if presses == MAX_TABS:
-                found.append(f"no end after {MAX_TABS} presses of Tab")
-            if found:
-                problems[name] = found
-    finally:
-        context.close()
-    assert not problems, "\n".join(f"/{name}:\n  " + "\n  ".join(lines) for name, lines in problems.items())
+def keyboard_problems(pg) -> list[str]:
+    """Walk the page as it stands by Tab alone (its expanders opened first, as a keyboard user opens them): each
+    control a mouse can use that Tab never reached, and each thing that took the focus while it cannot be seen."""
+    open_every_expander(pg)
+    controls = pg.evaluate(MARK_CONTROLS)
+    if controls < 2:
+        return [f"{controls} controls found (the sentence box at least)"]
+    pg.locator("body").focus()
+    reached, unseen, presses = walk(pg)
+    missed = [pg.evaluate(DESCRIBE, kb) for kb in map(str, range(controls)) if kb not in reached]
+    found = [f"not reached by Tab: {what}" for what in missed]
+    found += [f"focused while it cannot be seen: {what}" for what in dict.fromkeys(unseen)]
+    if presses == MAX_TABS:
+        found.append(f"no end after {MAX_TABS} presses of Tab")
+    return found
