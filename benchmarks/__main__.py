@@ -12,9 +12,10 @@ report). The report goes to benchmarks/report.md, the same figures to benchmarks
 
     python -m benchmarks                 # everything (15 minutes on a quiet 2-core machine, 40 on a busy one,
                                          # half of it the translators against the tutorial's baseline)
-    python -m benchmarks --quick         # fewer repeats everywhere, no app-against-command-line run, of the
+    python -m benchmarks --quick         # fewer repeats everywhere, no app- or worker-against-command-line run, of the
                                          # presets only the classifier (under 3 minutes on a quiet machine)
     python -m benchmarks --sections presets,app   # only "Train your own"
+    python -m benchmarks --sections worker        # a training worker against the command line (issue 26's 1.15x)
     python -m benchmarks --sections typing,widgets,cpu,growth,cold   # only the browser's sections
     python -m benchmarks --sections translators   # our translators against the tutorial's (benchmarks/translators.py)
     python -m benchmarks --sections store         # the lab store: checkpoints, a class's size, restarts, a lost worker
@@ -36,7 +37,7 @@ import time
 from benchmarks.report import REPORT, REPORT_JSON, ROOT, previous, progress, table
 
 BROWSER = ("typing", "widgets", "cpu", "growth", "cold")  # benchmarks/browser.py
-SECTIONS = ("pages", "throughput", "presets", "app", *BROWSER, "explain", "store", "translators")
+SECTIONS = ("pages", "throughput", "presets", "app", "worker", *BROWSER, "explain", "store", "translators")
 OPTIONAL: tuple[str, ...] = ()  # sections measured only when named in --sections (none now)
 
 
@@ -104,7 +105,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown sections {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS + OPTIONAL)}")
     if args.quick:
-        sections = [name for name in sections if name != "app"]
+        sections = [name for name in sections if name not in ("app", "worker")]
         args.repeats = min(args.repeats, 1)
         args.train_steps = min(args.train_steps, 10)
 
@@ -149,6 +150,11 @@ def main() -> None:
         if "app" in sections:
             figures["app_vs_cli"] = training.app_vs_cli(args.app_steps)
         report.append(training.markdown(figures))
+    if "worker" in sections:
+        from benchmarks import worker_speed
+
+        figures["worker"] = worker_speed.figures()
+        report.append(worker_speed.markdown(figures["worker"]))
     parts = tuple(name for name in BROWSER if name in sections)
     if parts:
         from benchmarks import browser

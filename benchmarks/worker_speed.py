@@ -158,6 +158,30 @@ def figures(rounds: int = 2, spec=None, sentence: str | None = None, nice: int |
     }
 
 
+def markdown(figures: dict) -> str:
+    """The report's section: the medians each way, their ratio against the goal, and the load around the runs."""
+    from benchmarks.report import goal_line, table
+
+    spec = figures["spec"]
+    rows = [{"way": way, "training s (median)": figures["median"]["train_seconds"][way],
+             "submission to end s (median)": figures["median"]["wall_seconds"][way]}
+            for way in ("command line", "worker")]
+    loads = [load for run in figures["cli"] + figures["worker"] for load in run["load"]]
+    goal = {"goal": "a run on a training worker within 1.15x of the same run from the command line",
+            "met": figures["ratio_train"] <= 1.15,
+            "measured": f"{figures['ratio_train']:.2f}x its training seconds, {figures['ratio_wall']:.2f}x from "
+                        "submission to the end"}
+    return "\n\n".join([
+        "## A training worker against the command line",
+        f"The quick translator ({spec['family']}, embedding {spec['embedding']}, hidden {spec['hidden']}, "
+        f"{spec['steps']} steps, seed {spec['seed']}), {figures['rounds']} runs each way, alternating, both at nice "
+        f"{figures['nice']}; the worker's with the snapshots, live measures and saved points of /train, and the "
+        f"store polled every {POLL_S:g} s as an open /train page does (benchmarks/worker_speed.py). The cluster "
+        f"started in {figures['cluster_start_s']:.1f} s, before the first run."
+        + f" Load average {min(loads):.1f} to {max(loads):.1f} around the runs.",
+        table(rows), goal_line(goal)])
+
+
 if __name__ == "__main__":
     import json
 
