@@ -174,7 +174,8 @@ def markdown(figures: dict) -> str:
     return "\n\n".join([
         "## A training worker against the command line",
         f"The quick translator ({spec['family']}, embedding {spec['embedding']}, hidden {spec['hidden']}, "
-        f"{spec['steps']} steps, seed {spec['seed']}), {figures['rounds']} runs each way, alternating, both at nice "
+        f"{spec['steps']} steps, seed {spec['seed']}), {figures['rounds']} run{'s' if figures['rounds'] != 1 else ''} "
+        f"each way, alternating, both at nice "
         f"{figures['nice']}; the worker's with the snapshots, live measures and saved points of /train, and the "
         f"store polled every {POLL_S:g} s as an open /train page does (benchmarks/worker_speed.py). The cluster "
         f"started in {figures['cluster_start_s']:.1f} s, before the first run."
