@@ -34,6 +34,8 @@ def heatmap(*, value: str = "value", x: str = "column", y: str = "row", row_titl
     table's order, ``cell`` px per word, a tooltip on every cell. ``only``: draw just the table's rows whose
     "quantity" is that (one panel of a table of several)."""
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme, domainMid=0)
+    if annotate:  # "0.47" at 11 px (a phone's body text is 14 px: its numbers at 75% of that or more) fits 26 px
+        cell = max(cell, 26)
     base = alt.Chart().encode(
         x=alt.X(f"{x}:N", sort="ascending", title=col_title,
                 axis=alt.Axis(labelOverlap=False, labelAngle=-50, labelLimit=160, orient="top")),
@@ -50,7 +52,7 @@ def heatmap(*, value: str = "value", x: str = "column", y: str = "row", row_titl
     )
     layers = [rect]
     if annotate:
-        layers.append(base.mark_text(fontSize=10).encode(
+        layers.append(base.mark_text(fontSize=11).encode(
             text=alt.Text(f"{value}:Q", format=".2f"),
             color=alt.condition(f"datum['{value}'] > 0.5", alt.value("white"), alt.value("black"))))
     chart = alt.layer(*layers, data=table()).properties(width=alt.Step(cell), height=alt.Step(cell))

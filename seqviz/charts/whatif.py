@@ -113,7 +113,7 @@ def beam_tree_chart(title: str = "") -> alt.LayerChart:
                                             tooltip=tooltip)
     words = base.mark_text(align="left", dx=6, dy=-6, fontSize=11, color=LABEL_GREY, limit=LABEL_PX).encode(
         text="word:N", opacity=opacity, tooltip=tooltip)
-    scores = base.mark_text(align="left", dx=6, dy=7, fontSize=9, color=LABEL_GREY).encode(
+    scores = base.mark_text(align="left", dx=6, dy=8, fontSize=11, color=LABEL_GREY).encode(
         text=alt.Text("log p:Q", format=".2f"), opacity=opacity)
     chart = alt.layer(edges, dots, words, scores, data=table()).transform_filter(alt.datum.drawn).properties(
         width=alt.Step(LABEL_PX + 44), height=alt.Step(32))
