@@ -60,6 +60,23 @@ def test_a_file_that_fills_max_lab_mb_exactly_is_kept_and_one_byte_more_refused(
     assert models.usage(db, over) == (1, bound - len(file) + 1)
 
 
+def test_two_labs_joined_may_hold_max_lab_models_together_and_not_one_more(db):
+    most = limits.MAX_LAB_MODELS
+    target, exact, over = (labs.open_lab(db, None, now=T0) for _ in range(3))
+    for n in range(most // 2):
+        models.add(db, target.id, named(f"theirs {n}"))
+    for n in range(most - most // 2):
+        models.add(db, exact.id, named(f"mine {n}"))
+    for n in range(most - most // 2 + 1):
+        models.add(db, over.id, named(f"more {n}"))
+    code = labs.transfer_code(db, target.id, now=T0)
+    with pytest.raises(labs.JoinRefused, match=f"more than {most} models"):
+        labs.join(db, code, over.id, now=T0 + 1)
+    assert models.usage(db, over.id)[0] == most - most // 2 + 1  # nothing moved
+    assert labs.join(db, code, exact.id, now=T0 + 2).id == target.id  # exactly the limit together
+    assert models.usage(db, target.id)[0] == most and not labs.exists(db, exact.id)
+
+
 # ---- keys and transfer codes --------------------------------------------------------------------------------------
 
 
