@@ -38,6 +38,9 @@ _PAGE_STYLE = """<style>
 .st-key-_lab_cookie { display: none; }  /* the lab's cookie keeper (seqviz.ui.lab) draws nothing: no gap either */
 .st-key-_scrollables { display: none; }  /* the marker of boxes that scroll sideways (below): nothing either */
 .st-key-_paste { display: none; }  /* the sentence box's paste keeper (seqviz.ui.sentence_box): nothing either */
+/* The sentence box's "Press Enter to apply · 66/400" sits in the box's lower right: a line of its own under the
+   typed text, which it covered in a sidebar (a phone's above all). */
+.st-key-s input { padding-bottom: 1.5rem; }
 /* A picker full of chosen models left its typing box 20 px wide on a phone: a target at least 24 px (WCAG 2.5.8). */
 [data-testid="stMultiSelect"] input[role="combobox"] { min-width: 24px; }
 /* White on the dark theme's primary blue (#56B4E9) reads 2.3:1: chosen models' tags and primary buttons write in

@@ -14,6 +14,9 @@ DEFAULT_SENTENCE = "The parcel arrived, but never the charger that was supposed 
 # A paste longer than the box holds: Streamlit's box ignores it whole (its max_chars check drops the change). This
 # keeps what fits, where the visitor pasted it, and tells the server how many characters were left out (a count, no
 # text: the component is given only the limit). It draws nothing.
+# On a phone the sidebar covers the page: once Enter has applied the sentence (Streamlit's own handler first), it
+# closes, as Streamlit closes it after a tap on a page's link, and the phone's keyboard goes, so the visitor sees
+# the page take the sentence.
 _PASTE_JS = """
 export default function ({ data, setTriggerValue }) {
   window.__seqvizPaste = { limit: data.limit, tell: setTriggerValue };
@@ -33,6 +36,16 @@ export default function ({ data, setTriggerValue }) {
     box.dispatchEvent(new Event("input", { bubbles: true }));
     paste.tell("cut", text.length - kept.length);
   }, true);
+  document.addEventListener("keydown", (event) => {
+    const box = event.target;
+    if (event.key !== "Enter" || !(box instanceof HTMLInputElement) || box.getAttribute("aria-label") !== "Sentence"
+        || !window.matchMedia("(max-width: 640px)").matches) return;
+    setTimeout(() => {
+      box.blur();
+      const close = document.querySelector('[data-testid=stSidebarCollapseButton] button');
+      if (close && document.querySelector('[data-testid=stSidebar]')?.getBoundingClientRect().width > 0) close.click();
+    }, 0);
+  });
 }
 """
 _PASTE = st.components.v2.component("seqviz_paste", js=_PASTE_JS, css=":host { display: none; }")

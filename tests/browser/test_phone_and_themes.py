@@ -112,6 +112,30 @@ def test_the_sidebar_closes_after_a_tap_on_a_page(app_url, phone):
 
 
 @pytest.mark.browser
+def test_enter_in_the_sentence_box_shows_the_page_on_a_phone(app_url, phone):
+    """The sidebar covers a phone's page: Enter applies the sentence and closes it, and while typing, the box's
+    "Press Enter to apply · 66/400" sits under the typed text, not over it."""
+    phone.goto(f"{app_url}/attention")
+    wait_for_app(phone)
+    phone.get_by_test_id("stExpandSidebarButton").tap()
+    box = phone.get_by_test_id("stSidebar").get_by_role("textbox", name="Sentence", exact=True)
+    box.tap()
+    box.fill(LONG)
+    instructions = phone.locator(".st-key-s [data-testid=InputInstructions]")
+    expect(instructions).to_contain_text(f"{len(LONG)}/400")
+    # the typed line's letters end a font size below the box's content top; the count's line starts below them
+    text_bottom = box.evaluate("el => { const s = getComputedStyle(el); return el.getBoundingClientRect().top"
+                               " + parseFloat(s.borderTopWidth) + parseFloat(s.paddingTop) + parseFloat(s.fontSize); }")
+    count_top = instructions.locator("span").last.bounding_box()["y"]
+    assert count_top >= text_bottom, f"the character count (from {count_top} px) covers the typed text ({text_bottom})"
+    box.press("Enter")
+    phone.wait_for_url("**/attention?s=the+charger**")
+    wait_for_app(phone)
+    expect(box).not_to_be_in_viewport()
+    assert phone.get_by_test_id("stSidebar").bounding_box()["width"] == 0, "the sidebar still covers the page"
+
+
+@pytest.mark.browser
 def test_every_page_in_the_dark_theme(app_url, dark):
     for story_page in PAGES:
         dark.goto(f"{app_url}/{story_page.url_path}?s={LONG.replace(' ', '+')}")
