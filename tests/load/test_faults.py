@@ -260,17 +260,18 @@ def test_an_orphaned_run_stops_on_its_worker_and_the_worker_s_memory_returns(tmp
 
 @pytest.mark.browser
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=False, reason=(
-    "OPEN BUG, not understood (stop 32's notes): in 3 of 5 recent runs the reloaded training tab did not show its run "
-    "past the step it had at the reload within 60 s (the run itself is kept, and the queued tab's reload passes); "
-    "it passed in stop 31's CI. Marked so that CI shows it (XPASS or XFAIL) while it is investigated; to be removed "
-    "with the fix."))
 def test_a_tab_reloaded_mid_queue_or_mid_run_keeps_its_run_its_place_and_its_progress(classroom, visitors):
     """The issue's "Reload mid-queue or mid-run: the run keeps its place and its progress": one browser's run
     trains while another's waits behind it (one training worker); the waiting tab is reloaded (same browser: its
     lab) and shows its run still first in the queue; the training tab is reloaded and shows its run going on from
     where it was, not stopped, not begun again, past the orphan timeout. Then the first is stopped and the waiting
-    run trains to its end."""
+    run trains to its end.
+
+    A second tab of the training browser looks while the first reloads: on a busy 2-core machine a reload took 7 to
+    10 s to paint, and until the new session first runs nobody notes the lab seen, so past this server's GONE_AFTER_S
+    (5 s; ten minutes in the app) the worker rightly stopped the run "nobody looking" and the reloaded tab showed it
+    stopped: the flaky "does not show the run past step N". Once the reloaded tab shows the run, the second tab
+    closes: the reloaded tab alone then keeps the run going."""
     from seqviz.store import labs
 
     log_offset = len(classroom.log_text())
@@ -304,15 +305,18 @@ def test_a_tab_reloaded_mid_queue_or_mid_run_keeps_its_run_its_place_and_its_pro
         assert classroom.lab_of(waiter) == waiter_lab and again["id"] == queued["id"] and again["status"] == "queued"
 
         # Mid-run: the reloaded tab shows the same run going on from where it was.
+        other_tab = trainer.context.new_page()  # the same browser: its lab
+        other_tab.goto(f"{classroom.url}/train", wait_until="commit")
+        assert wait_until(lambda: (step_shown(other_tab) or 0) > 0, 60), "the second tab does not show the run"
         step_before = classroom.run(training["id"])["step"]
-        seen_before = labs.last_seen(classroom.store, trainer_lab)
-        reload_at = time.time()  # the store's clock
         trainer.reload()
         trainer_reload_s = trainer.wait_painted(60)
         assert wait_until(lambda: (step_shown(trainer.page) or 0) > step_before, 60), (
-            f"the reloaded tab does not show the run past step {step_before}")
-        # When the lab was first seen after the reload (the new session's first run notes it), by the store's clock.
-        seen_again = wait_until(lambda: (lambda t: t if t > reload_at else None)(
+            f"the reloaded tab does not show the run past step {step_before}: {classroom.run(training['id'])}")
+        other_tab.close()
+        closed_at = time.time()  # the store's clock
+        # When the reloaded tab alone noted the lab seen (its polling), by the store's clock.
+        seen_again = wait_until(lambda: (lambda t: t if t > closed_at else None)(
             labs.last_seen(classroom.store, trainer_lab)), 30, every_s=0.05)
         assert classroom.lab_of(trainer) == trainer_lab and runs_on_page(trainer.page) == [training["name"]]
         # ... and it trains on, past the time after which a lab nobody looks at is taken for gone.
@@ -342,8 +346,7 @@ def test_a_tab_reloaded_mid_queue_or_mid_run_keeps_its_run_its_place_and_its_pro
     record("fault_reload_mid_run", {
         "training_tab_reload_to_painted_s": round(trainer_reload_s, 2),
         "queued_tab_reload_to_painted_s": round(waiter_reload_s, 2),
-        "lab_seen_again_after_reload_s": round(seen_again - reload_at, 2) if seen_again else None,
-        "lab_unseen_across_the_reload_s": round(seen_again - seen_before, 2) if seen_again else None,
+        "lab_seen_by_the_reloaded_tab_alone_after_s": round(seen_again - closed_at, 2) if seen_again else None,
         "step_at_reload": step_before, "step_after_watching": watched[-1]["step"],
         "watched_after_reload_s": round(2 * GONE_AFTER_S, 1),
         **sampler.figures(),
