@@ -41,6 +41,11 @@ _PAGE_STYLE = """<style>
 /* The sentence box's "Press Enter to apply · 66/400" sits in the box's lower right: a line of its own under the
    typed text, which it covered in a sidebar (a phone's above all). */
 .st-key-s input { padding-bottom: 1.5rem; }
+.st-key-s [data-testid="stTextInputRootElement"] { height: auto; }  /* the box grows with it: none overflows */
+/* A widget's help "?" is a 16 px button beside its label: a target of at least 24 px (WCAG 2.5.8), the glyph
+   unchanged. */
+[data-testid="stTooltipIcon"] button { min-width: 24px; min-height: 24px; display: inline-flex;
+  align-items: center; justify-content: center; }
 /* A picker full of chosen models left its typing box 20 px wide on a phone: a target at least 24 px (WCAG 2.5.8). */
 [data-testid="stMultiSelect"] input[role="combobox"] { min-width: 24px; }
 /* White on the dark theme's primary blue (#56B4E9) reads 2.3:1: chosen models' tags and primary buttons write in
