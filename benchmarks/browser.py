@@ -44,15 +44,21 @@ from benchmarks.browser_tab import (
 from benchmarks.report import LoadSampler, progress
 from seqviz import browser as harness
 
-# The widgets the issue names (page, kind, label); a widget the page no longer has is reported, not fatal.
+# The widgets the issues name (page, kind, label, goal): a story page's widget is judged by its median move against
+# /rnn-memory's typing median (1x); a /what-if question by its first move to a new value, which the page computes
+# afresh (a new beam width, forced word or edited step), against twice it (the /what-if issue). A widget the page no
+# longer has is reported, not fatal.
 WIDGETS = (
-    ("rnn-memory", "slider", "Recurrent weight w"),
-    ("attention", "slider", "Output word"),
-    ("lstm-gates", "selectbox", "Unit"),
-    ("lstm-gates", "slider", "Units to show"),
-    ("vanishing-gradients", "slider", "Sequence length T"),
-    ("vanishing-gradients", "slider", "Scale the plain RNNs"),
-    ("vanishing-gradients", "slider", "Training steps so far"),
+    ("rnn-memory", "slider", "Recurrent weight w", 1),
+    ("attention", "slider", "Output word", 1),
+    ("lstm-gates", "selectbox", "Unit", 1),
+    ("lstm-gates", "slider", "Units to show", 1),
+    ("vanishing-gradients", "slider", "Sequence length T", 1),
+    ("vanishing-gradients", "slider", "Scale the plain RNNs", 1),
+    ("vanishing-gradients", "slider", "Training steps so far", 1),
+    ("what-if", "slider", "Beam width", 2),
+    ("what-if", "selectbox", "Word to write there (most likely first)", 2),
+    ("what-if", "selectbox", "Put the step's weight on", 2),
 )
 GROWTH_PAGES = ("attention", "lstm-gates")
 GROWTH_LENGTHS = (5, 20, 60)
@@ -107,9 +113,9 @@ def widgets(browser, server: Server, sentences: Sentences, moves: int, reference
     """Each named widget moved once to a new value, then ``moves`` times back and forth, to painted."""
     rows = []
     with LoadSampler() as load:
-        by_page: dict[str, list[tuple[str, str]]] = {}
-        for url_path, kind, label in WIDGETS:
-            by_page.setdefault(url_path, []).append((kind, label))
+        by_page: dict[str, list[tuple[str, str, int]]] = {}
+        for url_path, kind, label, times in WIDGETS:
+            by_page.setdefault(url_path, []).append((kind, label, times))
         tab = Tab(browser, server)
         try:
             for url_path, found in by_page.items():
@@ -117,12 +123,12 @@ def widgets(browser, server: Server, sentences: Sentences, moves: int, reference
                     tab.visit(url_path)
                 except Exception as error:  # the page did not open: its widgets say so, in a new tab
                     rows += [{"page": page_label(url_path), "widget": label, "kind": kind,
-                              "error": f"{type(error).__name__}: {error}"} for kind, label in found]
+                              "error": f"{type(error).__name__}: {error}"} for kind, label, _ in found]
                     tab.close()
                     tab = Tab(browser, server)
                     continue
-                for kind, label in found:
-                    row = {"page": page_label(url_path), "widget": label, "kind": kind}
+                for kind, label, times in found:
+                    row = {"page": page_label(url_path), "widget": label, "kind": kind, "goal_times": times}
                     try:
                         moved = None
                         for _ in range(3):  # a page that came up without the widget is opened again (home, then
@@ -158,8 +164,10 @@ def widgets(browser, server: Server, sentences: Sentences, moves: int, reference
             tab.close()
     measured = [r for r in rows if "median_s" in r]
     met = reference_s is not None and len(measured) == len(rows) and all(
-        r["median_s"] <= reference_s for r in measured)
-    text = ", ".join(f"{r['page']} {r['widget']} {r['median_s']:.2f} s" for r in measured)
+        (r["median_s"] if r["goal_times"] == 1 else r["first_move_s"]) <= r["goal_times"] * reference_s
+        for r in measured)
+    text = ", ".join(f"{r['page']} {r['widget']} {r['median_s']:.2f} s" if r["goal_times"] == 1 else
+                     f"{r['page']} {r['widget']} first move {r['first_move_s']:.2f} s" for r in measured)
     missing = [f"{r['page']} {r['widget']}: {r['error']}" for r in rows if "error" in r]
     return {"widgets": rows, "reference_typing_s": reference_s,
             "goal": {"goal": GOALS["widgets"], "met": met,

@@ -10,7 +10,8 @@ CLASS_CORES = 2  # the host the issue sizes a class for
 SENTENCE_EVERY_S = 10  # one sentence per student every 10 s
 GOALS = {
     "typing": "every page's typing-to-painted median within 2x of /rnn-memory's",
-    "widgets": "moving a widget to painted no slower than /rnn-memory's typing median",
+    "widgets": "moving a widget to painted no slower than /rnn-memory's typing median; a /what-if question's first "
+               "move (a new beam width, forced word or edited step) within 2x of it",
     "cpu": "at most 0.15 CPU-seconds of the server per view, 10 sessions at once",
     "healthy": "`streamlit run app.py` to a healthy server in at most 2 s",
     "first_chart": "a fresh server to the first chart painted on /attention in at most 5 s",
