@@ -36,7 +36,8 @@ def draw(figure: charts.Figure, name: str) -> None:
     sentence, so the browser keeps the chart it has and swaps in the new table, rather than compiling a new chart.
     The figure's name goes with the chart (Vega-Lite's ``usermeta``), for tests and tools to know which it is.
     A screen reader reads the chart as its text alternative (seqviz.charts.describe: its title and its table's main
-    numbers), not as "Vega visualization" or a jumble of tick labels.
+    numbers), not as "Vega visualization" or a jumble of tick labels; the switch beside the downloads shows the
+    table itself, which the keyboard reaches and moves through.
     """
     template = _template(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args),
                          dict(figure.kwargs), figure.make)
@@ -57,6 +58,10 @@ def draw(figure: charts.Figure, name: str) -> None:
                         key=f"png-{name}", icon=":material/image:", on_click="ignore")
     row.download_button("SVG", data=_lazy_image(template, table, "svg"), file_name=f"{name}.svg",
                         mime="image/svg+xml", key=f"svg-{name}", icon=":material/draw:", on_click="ignore")
+    # The numbers themselves, on the page, for a keyboard or a screen reader (WCAG 1.1.1): the table the chart
+    # draws, sent only when asked for.
+    if row.toggle("Table", key=f"table-{name}", help="Show the chart's numbers as a table"):
+        st.dataframe(figure.table, hide_index=True, height=min(35 * (len(figure.table) + 1) + 3, 400))
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
