@@ -10,9 +10,11 @@ import struct
 import subprocess
 import sys
 
+import checkpoints_support
 import numpy as np
 import pytest
 import torch
+from checkpoints_support import LABELS, SIZES, VOCAB, WORDS, Raw, join, make, meta_for, probs, split, with_document
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,66 +24,7 @@ from seqviz.models import build
 from seqviz.text import Vocab
 from seqviz.tracing import trace
 
-WORDS = [["the", "parcel", "never", "arrived", "."], ["my", "invoice", "is", "wrong", "?"]]
-LABELS = ("lost_parcel", "missing_item", "damaged_item", "billing")
-SIZES = {
-    "bow": {},
-    "rnn": {"emb_dim": 6, "hidden_dim": 8},
-    "gru": {"emb_dim": 6, "hidden_dim": 8},
-    "lstm": {"emb_dim": 6, "hidden_dim": 8},
-    "transformer": {"d_model": 8, "n_heads": 2, "d_ff": 16},
-}
-VOCAB = Vocab.build(WORDS)
-
-
-def make(family: str, vocab: Vocab = VOCAB, **overrides):
-    torch.manual_seed(0)
-    model = build(family, {"vocab_size": len(vocab), "labels": LABELS, **SIZES[family], **overrides})
-    if family == "bow":
-        model.fit([vocab.encode(s) for s in WORDS], [0, 3])
-    return model.eval()
-
-
-def meta_for(vocab: Vocab = VOCAB) -> dict:
-    return {"task": "emails", "seed": 0, "steps": 10, "train_seconds": 1.5, "metrics": {"test_accuracy": 0.5},
-            "vocabularies": {"tokens": vocab}, "name": "tiny"}
-
-
-def probs(model, vocab=VOCAB):
-    ids = torch.tensor([vocab.encode(WORDS[0])])
-    return model.predict_proba(ids, torch.tensor([ids.shape[1]]))
-
-
-# --- Rewriting a file's header, to build hostile files from a valid one ------------------------------
-
-
-def split(data: bytes) -> tuple[dict, bytes]:
-    (size,) = struct.unpack("<Q", data[:8])
-    return json.loads(data[8 : 8 + size]), data[8 + size :]
-
-
-def join(header: dict, body: bytes) -> bytes:
-    raw = json.dumps(header).encode()
-    return struct.pack("<Q", len(raw)) + raw + body
-
-
-class Raw(str):
-    """A document text to put in a file as it is (not JSON of a changed document)."""
-
-
-def with_document(data: bytes, change) -> bytes:
-    """The same file with its seqviz document changed in place by ``change(document)``, or replaced by the
-    :class:`Raw` text it returns."""
-    header, body = split(data)
-    document = json.loads(header["__metadata__"]["seqviz"])
-    text = change(document)
-    header["__metadata__"]["seqviz"] = text if isinstance(text, Raw) else json.dumps(document)
-    return join(header, body)
-
-
-@pytest.fixture(scope="module")
-def lstm_bytes() -> bytes:
-    return dumps(make("lstm"), meta_for())
+lstm_bytes = checkpoints_support.lstm_bytes  # its fixture: a valid LSTM checkpoint's bytes, made once per module
 
 
 # --- Round trips ------------------------------------------------------------------------------------
