@@ -1,8 +1,8 @@
 """Which running runs a web server hands to its cluster again (seqviz.jobs.RunManager._orphaned): one whose worker is
 gone, never one alive on another server's cluster (it would train twice). A worker on this machine is asked
 directly; one elsewhere counts as gone once its heartbeat has been silent for RUNNING_SILENT_S. The whole recovery
-on real clusters: tests/unit/test_jobs_durability.py (a restarted server) and tests/pages/test_train_server_status.py (a second
-server on one store)."""
+on real clusters: tests/unit/test_jobs_durability.py (a restarted server) and
+tests/pages/test_train_server_status.py (a second server on one store)."""
 
 import os
 import subprocess
