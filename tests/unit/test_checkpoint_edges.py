@@ -6,7 +6,9 @@ number of vocabularies, ids a vocabulary decodes, the weights' numbers (NaN, +in
 from __future__ import annotations
 
 import json
+import re
 import struct
+import typing
 from types import SimpleNamespace
 
 import numpy as np
@@ -198,3 +200,127 @@ def test_a_file_of_max_file_bytes_is_read_and_one_byte_more_refused(monkeypatch)
     monkeypatch.setattr(file, "MAX_FILE_BYTES", len(valid) - 1)
     with pytest.raises(CheckpointError, match="too large for a seqviz model"):
         checkpoints.load_bytes(valid)
+
+
+# ---- the format version's and the config values' messages, word for word (scripts/mutation's survivors) ----------
+
+
+def test_format_version_messages_name_the_versions_this_seqviz_reads(monkeypatch):
+    newer = ("The checkpoint was written by a newer seqviz (format version {}); this one reads {}: update seqviz to "
+             "open it.")
+    older = "The checkpoint uses format version {}, older than this seqviz reads ({})."
+    for version, message in ((document.FORMAT_VERSION + 1, newer), (document.OLDEST_FORMAT_VERSION - 1, older)):
+        reads = f"version {document.FORMAT_VERSION}"
+        with pytest.raises(CheckpointError, match=f"^{re.escape(message.format(version, reads))}$"):
+            document.parse_meta(json.dumps(minimal(format_version=version)))
+    monkeypatch.setattr(document, "OLDEST_FORMAT_VERSION", document.FORMAT_VERSION - 1)
+    reads = f"versions {document.FORMAT_VERSION - 1} to {document.FORMAT_VERSION}"
+    with pytest.raises(CheckpointError, match=f"^{re.escape(newer.format(document.FORMAT_VERSION + 1, reads))}$"):
+        document.parse_meta(json.dumps(minimal(format_version=document.FORMAT_VERSION + 1)))
+    for version, message in (("2", "The checkpoint's description has no valid format_version."),
+                             (True, "The checkpoint's description has no valid format_version."),
+                             (10**6, "The checkpoint's format_version is not one seqviz knows.")):
+        with pytest.raises(CheckpointError, match=f"^{re.escape(message)}$"):
+            document.parse_meta(json.dumps(minimal(format_version=version)))
+
+
+@pytest.mark.parametrize(("hint", "accepted", "refused"), [
+    (int, [10**9, -(10**9)], [10**9 + 1, -(10**9) - 1, True, 1.0]),
+    (float, [1, 2.5, -1e300], [float("inf"), float("-inf"), float("nan"), True, "1"]),
+    (str, ["x" * 200, ""], ["x" * 201, 5, None]),
+])
+def test_a_config_value_at_its_bound_is_read_and_past_it_refused(hint, accepted, refused):
+    for value in accepted:
+        assert document._check_config_value("lstm", "field", hint, value) == value
+    for value in refused:
+        message = f"The lstm config field 'field' has a value of the wrong type: {value!r:.60}."
+        with pytest.raises(CheckpointError, match=f"^{re.escape(message)}$"):
+            document._check_config_value("lstm", "field", hint, value)
+
+
+@pytest.mark.parametrize(("hint", "accepted", "refused"), [
+    (tuple[int, ...], [[], [1, 2], [0] * 10_000], [[0] * 10_001, 5, "ab", (1, 2)]),
+    (list[int], [[3]], [{"a": 1}]),
+    (typing.List, [[[1], "a"]], ["a"]),  # noqa: UP006 (no item type: any items)
+    (typing.Literal["a", "b"], ["a", "b"], ["c", 1, None]),
+    (int | None, [3, None], []),  # (that a scalar of another type is accepted too is reported, not pinned here)
+    (typing.Union[None, int], [3, None], []),  # noqa: UP007 (None first, as a Union keeps it)
+    (int | str, [3, "x"], [None, 2.5, [1]]),
+    (object, ["x", 1, 2.5, True, None], [[1], {"a": 1}]),  # a type the check does not know: scalars only
+])
+def test_config_values_of_container_literal_and_union_types(hint, accepted, refused):
+    for value in accepted:
+        result = document._check_config_value("gru", "field", hint, value)
+        assert result == (tuple(value) if typing.get_origin(hint) is tuple else value)
+        assert type(result) is (tuple if typing.get_origin(hint) is tuple else type(value))
+    for value in refused:
+        message = f"The gru config field 'field' has a value of the wrong type: {value!r:.60}."
+        with pytest.raises(CheckpointError, match=f"^{re.escape(message)}$"):
+            document._check_config_value("gru", "field", hint, value)
+
+
+def test_an_item_of_the_wrong_type_is_named_with_its_family_and_field():
+    says = r"^The gru config field 'sizes' has a value of the wrong type: 'a'\.$"
+    for hint in (list[int], tuple[int, ...]):
+        with pytest.raises(CheckpointError, match=says):
+            document._check_config_value("gru", "sizes", hint, [1, "a"])
+
+
+def test_config_that_does_not_match_is_described_word_for_word():
+    from seqviz.models import FAMILIES
+
+    header, _ = split(tiny_checkpoint(KIND))
+    meta = json.loads(header["__metadata__"]["seqviz"])
+    unknown = {f"extra{i}": 1 for i in range(6)}
+    start = "The lstm config does not match this seqviz: "
+    for config, says in (({**meta["config"], **unknown}, "unknown fields ['extra0', 'extra1', 'extra2', 'extra3', "
+                                                          "'extra4']"),
+                         ({k: v for k, v in meta["config"].items() if k != "emb_dim"}, "missing fields ['emb_dim']")):
+        with pytest.raises(CheckpointError, match=f"^{re.escape(f'{start}{says}.')}$"):
+            document.config_from_meta({**meta, "config": config})
+    both = {**{k: v for k, v in meta["config"].items() if k != "emb_dim"}, "extra0": 1}
+    says = f"{start}unknown fields ['extra0']; missing fields ['emb_dim']."
+    with pytest.raises(CheckpointError, match=f"^{re.escape(says)}$"):
+        document.config_from_meta({**meta, "config": both})
+    family = "f" * 50
+    says = (f"The checkpoint is for a model family seqviz does not know ({family[:40]!r}); "
+            f"known families: {', '.join(FAMILIES)}.")
+    with pytest.raises(CheckpointError, match=f"^{re.escape(says)}$"):
+        document.config_from_meta({**meta, "family": family})
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("task", 5), ("seed", "0"), ("data_seed", 1.5), ("steps", True), ("params", "9"), ("train_seconds", "1"),
+    ("final_loss", [0.5]), ("metrics", []), ("train", "fast"), ("labels", {"a": 1}), ("name", 1), ("description", []),
+    ("task_options", 3),
+])
+def test_every_optional_field_of_the_wrong_type_is_named(key, value):
+    message = f"The checkpoint's field {key!r} has the wrong type ({type(value).__name__})."
+    with pytest.raises(CheckpointError, match=f"^{re.escape(message)}$"):
+        document.parse_meta(json.dumps(minimal(**{key: value})))
+
+
+def test_a_description_that_is_no_json_or_no_seqviz_one_says_so_word_for_word():
+    text = " " * 10**6 + "{x"  # the parser's message names the column: longer than the 80 characters kept of it
+    with pytest.raises(ValueError) as parser:
+        json.loads(text)
+    assert len(str(parser.value)) > 81
+    says = f"The checkpoint's description is not valid JSON ({str(parser.value)[:80]})."
+    with pytest.raises(CheckpointError, match=f"^{re.escape(says)}$"):
+        document.parse_meta(text)
+    says = 'The checkpoint\'s description is not a seqviz one (no "format": "seqviz-checkpoint").'
+    for text in ("[]", json.dumps({**minimal(), "format": "other"})):
+        with pytest.raises(CheckpointError, match=f"^{re.escape(says)}$"):
+            document.parse_meta(text)
+
+
+def test_a_config_value_of_the_wrong_type_names_the_family_and_field_and_a_long_mismatch_is_cut_at_300():
+    header, _ = split(tiny_checkpoint(KIND))
+    meta = json.loads(header["__metadata__"]["seqviz"])
+    says = "The lstm config field 'emb_dim' has a value of the wrong type: 'x'."
+    with pytest.raises(CheckpointError, match=f"^{re.escape(says)}$"):
+        document.config_from_meta({**meta, "config": {**meta["config"], "emb_dim": "x"}})
+    long_names = {f"{'u' * 80}{i}": 1 for i in range(5)}
+    with pytest.raises(CheckpointError) as refused:
+        document.config_from_meta({**meta, "config": {**meta["config"], **long_names}})
+    assert len(str(refused.value)) == 300 and str(refused.value).startswith("The lstm config does not match")

@@ -1,8 +1,10 @@
 """The tokenizer, the input limits and the Vocab."""
 
+import re
+
 import pytest
 
-from seqviz.text import BOS, EOS, MAX_CHARS, MAX_TOKENS, PAD, UNK, Prepared, Vocab, prepare, tokenize
+from seqviz.text import BOS, EOS, MAX_CHARS, MAX_TOKENS, PAD, SPECIALS, UNK, Prepared, Vocab, prepare, tokenize
 
 
 @pytest.mark.parametrize(
@@ -117,3 +119,50 @@ def test_vocab_build_drops_specials_in_the_text_and_breaks_ties_alphabetically()
     """(Two mutants scripts/mutation found surviving: a special kept from the text, ties in first-seen order.)"""
     built = Vocab.build([["b", "a", "<unk>", "c", "<pad>"], ["c"]])
     assert built.itos == [PAD, UNK, BOS, EOS, "c", "a", "b"]  # c twice first; a and b once each, alphabetically
+
+
+# ---- mutants scripts/mutation found surviving (issue 28): messages word for word, hashing, equality ----------------
+
+
+def _exactly(message: str) -> str:
+    return f"^{re.escape(message)}$"
+
+
+def test_prepare_of_empty_or_missing_text_reads_nothing():
+    """(prepare: ``text or "XXXX"``.)"""
+    for empty in ("", None):
+        prepared = prepare(empty)
+        assert (prepared.tokens, prepared.dropped, prepared.dropped_chars, prepared.message) == ([], 0, 0, None)
+
+
+def test_vocab_messages_say_what_is_wrong_word_for_word():
+    """(Vocab._validate and Vocab.from_json: messages changed, the first five words shown, the duplicates.)"""
+    with pytest.raises(ValueError, match=_exactly(
+            "a vocabulary must start with ['<pad>', '<unk>', '<bos>', '<eos>'], got ['a', 'b', 'c', 'd']")):
+        Vocab(["a", "b", "c", "d", "e", "f"])
+    for bad in ([*SPECIALS, ""], [*SPECIALS, 3]):  # 3 is truthy: "isinstance(token, str) or token" lets it in
+        with pytest.raises(ValueError, match=_exactly("every vocabulary entry must be a non-empty string")):
+            Vocab(bad)
+    with pytest.raises(ValueError, match=_exactly("the vocabulary repeats ['a']")):
+        Vocab([*SPECIALS, "a", "b", "a"])  # a twice, b once
+    repeated = [f"w{i}" for i in range(7)]
+    with pytest.raises(ValueError, match=_exactly("the vocabulary repeats ['w0', 'w1', 'w2', 'w3', 'w4']")):
+        Vocab([*SPECIALS, *repeated, *repeated])
+    for bad in ("not a list", [*SPECIALS, 3], {"<pad>": 0}):
+        with pytest.raises(ValueError, match=_exactly("a vocabulary must be a JSON list of strings")):
+            Vocab.from_json(bad)
+
+
+def test_equal_vocabularies_hash_alike_and_different_ones_apart():
+    """(Vocab.__hash__: ``hash(None)`` for every vocabulary; no test hashed one.)"""
+    words = [*SPECIALS, "a", "b"]
+    assert hash(Vocab(words)) == hash(Vocab(list(words)))
+    assert hash(Vocab(words)) != hash(Vocab([*SPECIALS, "b", "a"]))
+    assert len({Vocab(words), Vocab(list(words)), Vocab([*SPECIALS, "c"])}) == 2
+
+
+def test_a_vocab_equals_no_other_kind_of_value():
+    """(Vocab.__eq__: ``or`` for ``and`` compares another value's itos, which a list has not.)"""
+    words = [*SPECIALS, "a"]
+    assert Vocab(words) != words and Vocab(words) != None  # noqa: E711 (the == operator itself is under test)
+    assert Vocab(words) == Vocab(list(words))
