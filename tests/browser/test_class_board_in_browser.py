@@ -123,12 +123,10 @@ def choose(page, label: str, option: str | re.Pattern) -> None:
     expect(box).to_have_value(re.compile(re.escape(option)) if isinstance(option, str) else option)
 
 
-def caption_says(page, text: str, timeout_s: float) -> float:
-    """Seconds until the board's caption reads ``text`` (the board looks again by itself every few seconds)."""
-    started = time.monotonic()
+def caption_says(page, text: str, timeout_s: float) -> None:
+    """Wait until the board's caption reads ``text`` (the board looks again by itself every few seconds)."""
     expect(page.get_by_test_id("stMain").get_by_text(re.compile(re.escape(text))).first).to_be_visible(
         timeout=timeout_s * 1000)
-    return time.monotonic() - started
 
 
 def start_class(page, url: str) -> tuple[str, str, str]:

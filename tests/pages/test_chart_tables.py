@@ -2,6 +2,7 @@
 each chart has a "Table" switch beside its downloads; switched on, the table the chart draws is shown, row for
 row; switched off, nothing is sent."""
 
+import pyarrow as pa
 import pytest
 from conftest import figures_shown
 
@@ -17,8 +18,6 @@ def chart_rows(at, index: int) -> int | None:
     chart = at.get("vega_lite_chart")[index].proto
     for dataset in chart.datasets:
         if dataset.name == TABLE:
-            import pyarrow as pa
-
             return pa.ipc.open_stream(dataset.data.data).read_all().num_rows
     return None
 
