@@ -249,8 +249,10 @@ def _check_config_value(family: str, name: str, hint, value):
         return value
     if origin in (typing.Union, types.UnionType):
         for option in typing.get_args(hint):
-            if option is type(None) and value is None:
-                return None
+            if option is type(None):  # None is the only value of this option (not "any scalar", the fallback below)
+                if value is None:
+                    return None
+                continue
             try:
                 return _check_config_value(family, name, option, value)
             except CheckpointError:

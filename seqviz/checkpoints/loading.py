@@ -126,14 +126,25 @@ def _SkipInitialisation():
 
 
 def _expected_tensors(family: str, config) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """name -> (safetensors dtype, shape) of a fresh model of this config, built without memory."""
-    import torch
-
+    """name -> (safetensors dtype, shape) of a fresh model of this config, built without memory; a model of more
+    than MAX_PARAMETERS numbers is refused, whatever its family (the numpy bag of words too)."""
     from seqviz.models import FAMILIES
 
     model_class = FAMILIES[family].model_class
     if hasattr(model_class, "expected_shapes"):  # numpy models
-        return {name: ("F32", shape) for name, shape in model_class.expected_shapes(config).items()}
+        expected = {name: ("F32", shape) for name, shape in model_class.expected_shapes(config).items()}
+    else:
+        expected = _torch_tensors(family, model_class, config)
+    total = sum(math.prod(shape) for _, shape in expected.values())
+    if total > MAX_PARAMETERS:
+        raise CheckpointError(f"The config describes a model of {total:,} numbers, more than seqviz loads.")
+    return expected
+
+
+def _torch_tensors(family: str, model_class, config) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """name -> (safetensors dtype, shape) of a torch model's skeleton, built on the meta device."""
+    import torch
+
     try:
         with torch.random.fork_rng(devices=[]), torch.device("meta"), _SkipInitialisation():
             skeleton = model_class(config)
@@ -146,9 +157,6 @@ def _expected_tensors(family: str, config) -> dict[str, tuple[str, tuple[int, ..
     for name, tensor in skeleton.state_dict().items():
         dtype = file.SAFETENSORS_DTYPES.get(str(tensor.dtype).removeprefix("torch."), str(tensor.dtype))
         expected[name] = (dtype, tuple(tensor.shape))
-    total = sum(math.prod(shape) for _, shape in expected.values())
-    if total > MAX_PARAMETERS:
-        raise CheckpointError(f"The config describes a model of {total:,} numbers, more than seqviz loads.")
     return expected
 
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from checkpoint_files import join, split, tiny_checkpoint
+from checkpoint_files import KEPT_DIR, join, split, tiny_checkpoint
 
 from seqviz import checkpoints, limits
 from seqviz.checkpoints import CheckpointError, document, file, loading
@@ -156,8 +156,9 @@ def parameters_of(data: bytes) -> int:
     return sum(int(np.prod(e["shape"])) for n, e in header.items() if n != "__metadata__")
 
 
-def test_a_model_of_max_parameters_loads_and_one_number_more_is_refused(monkeypatch):
-    valid = tiny_checkpoint(KIND)
+@pytest.mark.parametrize("kind", [KIND, "bow"])  # the numpy bag of words is bounded like every torch model
+def test_a_model_of_max_parameters_loads_and_one_number_more_is_refused(monkeypatch, kind):
+    valid = tiny_checkpoint(kind) if kind == KIND else (KEPT_DIR / f"v2-{kind}.safetensors").read_bytes()
     count = parameters_of(valid)
     monkeypatch.setattr(loading, "MAX_PARAMETERS", count)  # the bound, exactly at this model
     checkpoints.load_bytes(valid)
@@ -243,8 +244,10 @@ def test_a_config_value_at_its_bound_is_read_and_past_it_refused(hint, accepted,
     (list[int], [[3]], [{"a": 1}]),
     (typing.List, [[[1], "a"]], ["a"]),  # noqa: UP006 (no item type: any items)
     (typing.Literal["a", "b"], ["a", "b"], ["c", 1, None]),
-    (int | None, [3, None], []),  # (that a scalar of another type is accepted too is reported, not pinned here)
-    (typing.Union[None, int], [3, None], []),  # noqa: UP007 (None first, as a Union keeps it)
+    (int | None, [3, None], ["3", 2.5, True, [3]]),  # X | None: a value of X or None, nothing else
+    (typing.Union[None, int], [3, None], ["3", 2.5]),  # noqa: UP007 (None first, as a Union keeps it)
+    (str | None, ["x", None], [3, False]),
+    (float | None, [2.5, None], ["2.5", float("nan")]),
     (int | str, [3, "x"], [None, 2.5, [1]]),
     (object, ["x", 1, 2.5, True, None], [[1], {"a": 1}]),  # a type the check does not know: scalars only
 ])
