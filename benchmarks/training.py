@@ -28,7 +28,6 @@ from pathlib import Path
 from benchmarks.report import LoadSampler, goal_line
 
 ROOT = Path(__file__).resolve().parents[1]
-OWNER = "benchmark"
 POLL_S = 0.2
 TRANSLATOR = "Quick: attention translator"
 CLASSIFIER = "Quick: LSTM email classifier"
@@ -66,24 +65,27 @@ def _first_at_least(history, threshold: float):
     return None
 
 
-def train_preset(manager, name: str, tokens: tuple[str, ...]) -> dict:
-    """Train the preset ``name`` from scratch through ``manager`` (as the Train page does); its figures."""
+def train_preset(manager, lab: str, name: str, tokens: tuple[str, ...]) -> dict:
+    """Train the preset ``name`` from scratch through ``manager`` for ``lab`` (as the Train page does, its state
+    read from the store as the page polls it); its figures."""
     from seqviz import story
     from seqviz.runs import preset
     from seqviz.worker import SnapshotView
 
     spec = preset(name).spec
-    snapshot = SnapshotView.for_run(spec, tokens, story.models("watch"))  # on the worker, as the Train page's
+    watch = SnapshotView.for_run(spec, tokens, story.models("watch"))  # on the worker, as the Train page's
     with LoadSampler() as load:
         began = time.perf_counter()
-        run = manager.submit(OWNER, spec, snapshot_fn=snapshot)
+        run_id = manager.submit(lab, spec, watch=watch)
         samples = [(0, 0.0)]
-        while not run.wait(POLL_S):
-            state = run.state()
+        while True:
+            state = next(s for s in manager.runs_of(lab) if s.id == run_id)
+            if state.ended:
+                break
             if state.step:
                 samples.append((state.step, state.trained_s))
+            time.sleep(POLL_S)
         wall = time.perf_counter() - began
-    state = run.state()
     if state.status != "finished":
         raise RuntimeError(f"{name}: the run ended {state.status}: {state.error or state.stop_reason}")
     samples.append((state.step, state.train_seconds))
@@ -102,7 +104,6 @@ def train_preset(manager, name: str, tokens: tuple[str, ...]) -> dict:
                           "step": previous[0], "metric": previous[1],
                           "seconds": _seconds_at(samples, previous[0])})
     result["metric_history_seconds"] = [(s, _seconds_at(samples, s), m) for s, m in state.metric_history]
-    manager.forget(OWNER, run.id)
     return result
 
 
@@ -142,15 +143,20 @@ def twins_curve(name: str = CLASSIFIER, every: int = 25) -> dict:
 def presets(names: tuple[str, ...] = (TRANSLATOR, CLASSIFIER, GRU, RNN)) -> dict:
     """Each named quick preset from scratch through one RunManager; the figures and the goals."""
     from seqviz.jobs import RunManager
+    from seqviz.store import Database, labs
     from seqviz.text import prepare
     from seqviz.ui import DEFAULT_SENTENCE
 
     tokens = tuple(prepare(DEFAULT_SENTENCE).tokens)
-    manager = RunManager(orphan_timeout_s=3600)
-    try:
-        runs = {name: train_preset(manager, name, tokens) for name in names}
-    finally:
-        manager.close()
+    with tempfile.TemporaryDirectory(prefix="seqviz-presets-") as folder:
+        db = Database(f"sqlite:///{Path(folder) / 'seqviz.db'}")
+        # The app's own cluster (cores - 1 workers); every run trained for itself, none followed from another.
+        manager = RunManager(db, train_identical_once=False, orphan_timeout_s=3600)
+        try:
+            lab = labs.open_lab(db, None).id
+            runs = {name: train_preset(manager, lab, name, tokens) for name in names}
+        finally:
+            manager.close()
     out: dict = {"runs": runs}
     if CLASSIFIER in names:
         out["twins_curve"] = twins_curve()
