@@ -4,6 +4,7 @@ torch, no store, no cluster (tests/unit/test_benchmark_classroom.py)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from collections import Counter
@@ -42,11 +43,22 @@ def class_summary(students: list[dict]) -> dict:
         if s["run"] is not None:
             runs[s["run"]] = s
     trained = [r for r in runs.values() if r["started_at"] is not None]
-    errors = []  # the expected start shown on the page against the actual start, for estimates made while waiting
+    signed = []  # the expected start shown on the page less the actual start, over the wait left (estimates made
+    jumps = []  # while waiting); and each refresh's wait shown over the one before it (larger over smaller)
     for s in accepted:
+        before = None
         for seen_at, guess in s["expected"]:
             if s["started_at"] is not None and s["started_at"] - seen_at > 5:
-                errors.append(abs(guess - s["started_at"]) / (s["started_at"] - seen_at))
+                signed.append((guess - s["started_at"]) / (s["started_at"] - seen_at))
+            shown = guess - seen_at
+            if before is not None and min(before, shown) > 5:
+                jumps.append(max(before, shown) / min(before, shown))
+            before = shown
+    errors = [abs(e) for e in signed]
+    # With one worker, seconds from one run's end to the next one's start (the queue's hand-over), which a wait
+    # spans once per run ahead
+    spans = sorted((r["started_at"], r["ended_at"]) for r in trained if r["ended_at"] is not None)
+    handovers = [start - end for (_s, end), (start, _e) in itertools.pairwise(spans) if start >= end]
     first = min((s["pressed_at"] for s in students), default=None)
     arrived = [s["model_at"] for s in accepted if s["model_at"] is not None]
     last = max((s["model_at"] or s["ended_at"] or 0 for s in accepted), default=None)
@@ -71,6 +83,10 @@ def class_summary(students: list[dict]) -> dict:
         "final_metric_median": _round(_median([r["metric"] for r in trained if r["metric"] is not None]), 4),
         "estimate_relative_error_median": quantile(errors, 0.5),
         "estimate_relative_error_p90": quantile(errors, 0.9),
+        "estimate_signed_error_median": quantile(signed, 0.5),  # < 0: expected too early
+        "estimate_jump_max": _round(max(jumps, default=None), 2),
+        "estimate_jumps_over_2x": sum(jump > 2 for jump in jumps), "estimate_refreshes": len(jumps),
+        "handover_median_s": _round(_median(handovers), 2),
     }
 
 
@@ -115,7 +131,14 @@ ROWS = [
     ("longest / median wait", lambda m, f: f"{m['longest_wait_s']} / {m['median_wait_s']} s"),
     ("training of one run (median)", lambda m, f: f"{m['train_seconds_median']} s"),
     ("expected start's error (median, of the wait left)", lambda m, f: "–" if m["estimate_relative_error_median"]
-     is None else f"{m['estimate_relative_error_median']:.0%}"),
+     is None else f"{m['estimate_relative_error_median']:.0%}" + (
+         "" if m.get("estimate_signed_error_median") is None else
+         f" ({m['estimate_signed_error_median']:+.0%} signed: - is too early)")),
+    ("expected start's largest change between two refreshes (over 2x: of all)", lambda m, f: "–"
+     if m.get("estimate_jump_max") is None else
+     f"{m['estimate_jump_max']}x ({m['estimate_jumps_over_2x']} of {m['estimate_refreshes']})"),
+    ("one run's end to the next one's start (median)", lambda m, f: "–" if m.get("handover_median_s") is None else
+     f"{m['handover_median_s']} s"),
     ("a worker's peak memory", lambda m, f: f"{m['workers_peak_rss_mb']:.0f} MB"),
     ("health check p50 / p95 / failures", lambda m, f: f"{m['health_p50_s']} / {m['health_p95_s']} s / "
      f"{m['health_failures']}"),
