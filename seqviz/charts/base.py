@@ -24,6 +24,20 @@ def _on_canvas(chart, description: str):
                             ).configure_mark(aria=False)
 
 
+# A phone: a screen at most 640 px wide (Streamlit's own breakpoint). There a chart gets the page's one column, 358 px
+# of a 390 px screen; a template with a phone form (``phone=True``, marked by :func:`has_phone_form`) fits it, its
+# heatmaps' words wrapped into blocks one above the other instead of a box that scrolls sideways.
+PHONE_CHART_PX = 350  # the column less a margin
+PHONE_FONT_PX = 11  # the smallest label or number on a phone: 75% of its 14 px body text or more
+PHONE_LABEL_PX = 96  # the most a word's label takes beside its row ("11 supposed" takes about 60)
+
+
+def has_phone_form(template):
+    """Mark a template that takes ``phone=True`` (seqviz.ui draws that form on a narrow screen)."""
+    template.phone_form = True
+    return template
+
+
 def draws_table(spec: dict) -> bool:
     """Whether a chart's spec (altair's to_dict) is a template that draws the table sent beside it."""
     found = False

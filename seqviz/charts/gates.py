@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from seqviz.charts.base import _on_canvas, position_labels, table
+from seqviz.charts.base import _on_canvas, has_phone_form, position_labels, table
 from seqviz.charts.colours import BLUE, GREEN, GREY, ORANGE, PURPLE, VERMILLION
 from seqviz.charts.figure import Figure, drawn, figure
 from seqviz.charts.heatmaps import heatmap, heatmap_data
@@ -38,11 +38,18 @@ def gate_column_px(words: int) -> int:
     return min(36, max(8, 720 // max(words, 1)))
 
 
-def gates_chart(column: int = 36) -> alt.VConcatChart:
+# A phone's gate columns: square cells, so 16 words fit beside the units' labels ("unit 07").
+PHONE_GATE_COLUMN_PX = 16
+
+
+@has_phone_form
+def gates_chart(column: int = 36, phone: bool = False) -> alt.VConcatChart:
     """Heatmaps, units x words, of the forget, input and output gates and the cell state (a template of
-    ``gates_data``; ``column``: px per word, from ``gate_column_px``)."""
+    ``gates_data``; ``column``: px per word, from ``gate_column_px``). ``phone``: PHONE_GATE_COLUMN_PX a word, a
+    longer sentence's words in blocks, each colour scale above its heatmap (see ``heatmap``)."""
+    phone_form = {"phone": True, "column": PHONE_GATE_COLUMN_PX, "label_px": 60} if phone else {"column": column}
     panels = [heatmap(value="value", x="word", y="unit", row_title="unit", domain=domain, scheme=scheme, cell=16,
-                      title=name, only=name).properties(width=alt.Step(column))
+                      title=name, only=name, **phone_form)
               for name, _, domain, scheme in GATE_FIELDS]
     return _on_canvas(alt.vconcat(*panels).resolve_scale(color="independent"),
                       "Heatmaps of the forget, input and output gates and the cell state, unit by unit, word by word")
