@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from seqviz.charts.base import position_labels
+from seqviz.ui import screen
 from seqviz.ui.figures import draw, show, slug
 from seqviz.ui.notices import escape_markdown, moved_notice, notice
 from seqviz.ui.sentence_box import (
@@ -29,7 +30,8 @@ from seqviz.ui.sentence_box import (
 from seqviz.ui.share import SHARE_PART, share_box
 
 # A chart drawn at its own width (a heatmap of a long sentence, panels side by side) scrolls inside its own
-# box on a narrow screen, with its labels and colour scale, instead of pushing the page sideways.
+# box on a narrow screen, instead of pushing the page sideways; on a phone, heatmaps wrap their words into blocks
+# instead (seqviz.ui.screen, seqviz.charts.heatmaps.in_blocks) and none scrolls.
 # Code's highlighted words: Streamlit's own colours are fixed whatever the theme (keywords 3.73:1, numbers 2.58:1
 # on the light code box); each is mixed here from an Okabe-Ito hue and the code's text colour (the theme's), so it
 # keeps its hue and reads at 5:1 or more in the light and the dark theme alike.
@@ -38,6 +40,7 @@ _PAGE_STYLE = """<style>
 .st-key-_lab_cookie { display: none; }  /* the lab's cookie keeper (seqviz.ui.lab) draws nothing: no gap either */
 .st-key-_scrollables { display: none; }  /* the marker of boxes that scroll sideways (below): nothing either */
 .st-key-_paste { display: none; }  /* the sentence box's paste keeper (seqviz.ui.sentence_box): nothing either */
+.st-key-_screen { display: none; }  /* the screen's width teller (seqviz.ui.screen): nothing either */
 /* The sentence box's "Press Enter to apply · 66/400" sits in the box's lower right: a line of its own under the
    typed text, which it covered in a sidebar (a phone's above all). */
 .st-key-s input { padding-bottom: 1.5rem; }
@@ -126,11 +129,12 @@ _SCROLLABLES = st.components.v2.component("seqviz_scrollables", js=_SCROLLABLES_
 
 
 def page_style() -> None:
-    """Layout rules every page shares, and the marking of boxes that scroll sideways (app.py calls it once per
-    run)."""
+    """Layout rules every page shares, the marking of boxes that scroll sideways, and the teller of a narrow screen
+    (seqviz.ui.screen) (app.py calls it once per run)."""
     st.html(_PAGE_STYLE)
     with st.sidebar:
         _SCROLLABLES(key="_scrollables", width="content", height=0)
+    screen.watch()
 
 
 def table(data: pd.DataFrame, number_format: str | Callable, text_columns: tuple[str, ...] = (),

@@ -15,6 +15,7 @@ import streamlit as st
 from seqviz import charts
 from seqviz.charts.base import LEGEND_ROW_PX, TABLE, draws_table, legend_rows, wrap_titles
 from seqviz.charts.describe import describe
+from seqviz.ui.screen import narrow
 
 # Altair checks every chart part against the Vega-Lite schema as it is built, then the whole chart again
 # when it is turned into a spec: about half of a page's script time. seqviz's charts are checked once, by the
@@ -38,9 +39,14 @@ def draw(figure: charts.Figure, name: str) -> None:
     A screen reader reads the chart as its text alternative (seqviz.charts.describe: its title and its table's main
     numbers), not as "Vega visualization" or a jumble of tick labels; the switch beside the downloads shows the
     table itself, which the keyboard reaches and moves through.
+    On a narrow screen (seqviz.ui.screen) a template with a phone form is drawn in that form (``phone=True``: a
+    heatmap's words wrapped into blocks that fit the screen); the table, and its CSV, are the same.
     """
-    template = _template(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args),
-                         dict(figure.kwargs), figure.make)
+    kwargs = dict(figure.kwargs)
+    if getattr(figure.make, "phone_form", False) and narrow():  # (seqviz.charts.base.has_phone_form)
+        kwargs["phone"] = True
+    template = _template(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args), kwargs,
+                         figure.make)
     spec = _spec_of(template)
     spec = {**spec, "usermeta": {**spec.get("usermeta", {}), "seqviz": {"figure": figure.name}}}  # (keeps embedOptions)
     table = figure.table if draws_table(spec) else None
