@@ -7,6 +7,7 @@ is saved under test-output/screenshots/ for a person to look at.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -46,6 +47,38 @@ SCROLL_HINTS = """() => [...document.querySelectorAll('[data-seqviz-overflows]')
           getComputedStyle(box, '::before').content])"""
 
 
+# A heatmap is drawn on a canvas: every text Vega writes on one (its numbers, its labels) and its size, recorded
+# as it is written, with the canvas it went to.
+RECORD_TEXTS = """(() => {
+  const texts = window.__seqvizTexts = [];
+  const fill = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+    const size = /([\\d.]+)px/.exec(this.font);
+    texts.push([this.canvas, String(text), size ? parseFloat(size[1]) : 0]);
+    return fill.call(this, text, ...rest);
+  };
+})()"""
+
+# Each heatmap on the page (a chart named by one of ``names``): its box's width and what scrolls in it, where it
+# ends against the screen's edge, its canvas's size against the size it is drawn at, and the sizes of the texts on
+# the canvas it shows now.
+HEATMAPS = """names => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]
+  .filter(box => names.some(name => (box.getAttribute('aria-label') || '').includes(name)))
+  .map(box => {
+    const canvas = box.querySelector('canvas'), drawn = canvas.getBoundingClientRect();
+    const sizes = window.__seqvizTexts.filter(([c]) => c === canvas);
+    return {name: box.getAttribute('aria-label').slice(0, 60), box: box.clientWidth, scrolls: box.scrollWidth,
+            right: box.getBoundingClientRect().right, screen: window.innerWidth,
+            shrunk: Math.abs(drawn.width * devicePixelRatio - canvas.width) > 2,
+            numbers: sizes.filter(([, t]) => /^-?\\d+\\.\\d+$/.test(t)).map(([, , s]) => s),
+            smallest: Math.min(...sizes.map(([, , s]) => s)), texts: sizes.length,
+            hint: box.dataset.seqvizOverflows !== undefined};
+  })"""
+SIXTEEN = "the charger arrived , but never the parcel that was supposed to have it at last ."  # 17 words
+HEATMAP_NAMES = {"attention": ["output word (row)"], "lstm-gates": ["Heatmaps of the forget"],
+                 "transformer": ["Attention weights of every layer and head"]}
+
+
 def _luminance(css_rgb: str) -> float:
     r, g, b = (int(x) / 255 for x in css_rgb[css_rgb.index("(") + 1:css_rgb.index(")")].split(",")[:3])
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
@@ -76,9 +109,9 @@ def test_every_page_fits_a_phone(app_url, phone):
         assert_no_exception(phone)
         found = phone.evaluate(OVERFLOW)
         name = story_page.url_path or "home"
-        if name == "lstm-gates":  # the gates' formulas and heatmaps are wider than a phone: they say they scroll
-            phone.wait_for_function("() => document.querySelector('.katex-display[data-seqviz-overflows]') && "
-                                    "document.querySelector('[data-testid=stVegaLiteChart][data-seqviz-overflows]')",
+        if name == "lstm-gates":  # the gates' formulas are wider than a phone: they say they scroll (its heatmaps
+            # wrap their words instead: test_heatmaps_wrap_their_words_on_a_phone)
+            phone.wait_for_function("() => document.querySelector('.katex-display[data-seqviz-overflows]')",
                                     timeout=10_000)
         unhinted = [label for label, hint in phone.evaluate(SCROLL_HINTS) if "scroll sideways" not in hint]
         if unhinted:
@@ -95,6 +128,65 @@ def test_every_page_fits_a_phone(app_url, phone):
         else:  # the screen as the visitor sees it: the picture just taken (a 2x phone's screenshot is not free)
             shutil.copyfile(view, SHOTS / f"phone-{name}.png")
     assert not too_wide, f"wider than a 390 px screen: {too_wide}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_heatmaps_wrap_their_words_on_a_phone(app_url, browser, scheme):
+    """Issue 27: on a phone, a heatmap of a long sentence wraps its words into blocks one above the other, each with
+    its row labels and the colour scale on top: nothing scrolls sideways, and its numbers and labels are 11 px or
+    more (75% of a phone's 14 px body text), drawn at their own size (the canvas is not shrunk to fit)."""
+    context = new_context(browser, PHONE, color_scheme=scheme)
+    context.add_init_script(RECORD_TEXTS)
+    phone = new_page(context)
+    try:
+        for name, names in HEATMAP_NAMES.items():
+            phone.goto(f"{app_url}/{name}?s={SIXTEEN.replace(' ', '+')}")
+            wait_for_app(phone)
+            assert_no_exception(phone)
+            heatmaps = phone.evaluate(HEATMAPS, names)
+            assert heatmaps, f"/{name}: no heatmap"
+            for heatmap in heatmaps:
+                where = f"/{name}, {heatmap.pop('name')}"
+                heatmap["numbers"] = len(heatmap["numbers"])
+                assert heatmap["scrolls"] <= heatmap["box"] + 1 and not heatmap["hint"], f"{where} scrolls: {heatmap}"
+                assert heatmap["right"] <= heatmap["screen"] + 1, f"{where} runs off the screen: {heatmap}"
+                assert not heatmap["shrunk"], f"{where} is drawn smaller than its size"
+                assert heatmap["texts"] and heatmap["smallest"] >= 11, f"{where}: text under 11 px: {heatmap}"
+            if name == "attention":  # its numbers: one in every cell, and two alignments of 17 source words
+                assert all(h["numbers"] >= 17 * 10 for h in heatmaps), heatmaps
+            chart = phone.locator(f"[data-testid=stVegaLiteChart][aria-label*={json.dumps(names[0])}]")
+            chart.first.evaluate("box => box.scrollIntoView({block: 'start'})")  # its colour scale at the top
+            phone.screenshot(path=str(SHOTS / f"phone-heatmap-{name}-{scheme}.png"))
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+def test_a_window_says_when_it_turns_narrow(app_url, browser):
+    """A desktop's browser (no "Mobile" in its name) in a window 390 px wide says so once, and gets the heatmaps in
+    blocks; widened again, the desktop's. At 1280 px it never says a word about its width (no rerun for it)."""
+    context = new_context(browser, viewport={"width": 1280, "height": 900})
+    page = new_page(context)
+    said = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: said.append(b"narrow" in bytes(
+        payload if isinstance(payload, bytes) else payload.encode()))))
+    alignments = "[data-testid=stVegaLiteChart][aria-label*='output word (row)'] canvas"
+    widths = f"() => [...document.querySelectorAll({json.dumps(alignments)})].map(c => c.getBoundingClientRect().width)"
+    try:
+        page.goto(f"{app_url}/attention?s={SIXTEEN.replace(' ', '+')}")
+        wait_for_app(page)
+        assert min(page.evaluate(widths)) > 400  # the desktop's: 17 columns of 26 px
+        assert said and not any(said), "a wide window told the server its width"
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.wait_for_function(f"() => ({widths})().length && Math.max(...({widths})()) <= 358", timeout=60_000)
+        wait_for_app(page)
+        assert sum(said) == 1, said
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.wait_for_function(f"() => ({widths})().length && Math.min(...({widths})()) > 400", timeout=60_000)
+        assert sum(said) == 2, said
+    finally:
+        context.close()
 
 
 @pytest.mark.browser
