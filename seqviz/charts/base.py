@@ -30,6 +30,11 @@ def _on_canvas(chart, description: str):
 PHONE_CHART_PX = 350  # the column less a margin
 PHONE_FONT_PX = 11  # the smallest label or number on a phone: 75% of its 14 px body text or more
 PHONE_LABEL_PX = 96  # the most a word's label takes beside its row ("11 supposed" takes about 60)
+# A phone form's canvas grows down, not across: about 300 px² a cell with its labels, drawn at 3 device pixels a px.
+# Past this many cells (a table's rows) it would outgrow what a phone's browser draws on one canvas (iOS Safari:
+# 16.7 M pixels; Chrome: 32,767 pixels high), and the chart keeps its desktop form, which scrolls sideways. 8 heads
+# of 27 words fit (5,832 cells), of 60 they would not (28,800); 16 units' gates fit any sentence (6 x 16 x 60).
+PHONE_MAX_CELLS = 6000
 
 
 def has_phone_form(template):

@@ -81,3 +81,19 @@ def test_a_phones_browser_is_believed_narrow_from_its_first_run(monkeypatch):
     assert at.session_state[NARROW_KEY] is True
     alignment = [spec for name, spec, _ in _charts(at) if name == "alignment"]
     assert alignment and all("facet" in spec for spec in alignment)
+
+
+def test_heads_too_many_for_a_phones_canvas_keep_their_desktop_form():
+    """8 heads of 30 words (7,200 cells) would draw a canvas taller than a phone's browser draws: that chart keeps
+    its desktop form (it scrolls sideways, and says so)."""
+    from seqviz.charts.base import PHONE_MAX_CELLS
+
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["s"] = " ".join(["where is my parcel ?"] * 6)
+    at.session_state[NARROW_KEY] = True
+    at.run()
+    at.switch_page("app_pages/transformer.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    self_attention = next(spec for name, spec, _ in _charts(at) if name == "attention-heads")
+    assert "column" in self_attention["facet"], "8 heads of 30 words: the desktop's grid"
+    assert PHONE_MAX_CELLS < 8 * 30 * 30
