@@ -175,7 +175,7 @@ def heads_cell_px(words: int) -> int:
     return max(9, min(12, 190 // max(words, 1)))
 
 
-# A phone's heads: one head to a line, 14 px a word (its 11 px labels need 12), so 16 words fit beside their labels.
+# A phone's heads: one head to a line, 14 px a word (its 11 px labels need 12), so 17 words fit beside their labels.
 PHONE_HEAD_CELL_PX = 14
 
 
