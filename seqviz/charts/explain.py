@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from seqviz.charts.base import MODEL_LABEL_PX, model_legend, position_labels, table
+from seqviz.charts.base import MODEL_LABEL_PX, has_phone_form, model_legend, position_labels, table
 from seqviz.charts.colours import BLUE, GREEN, GREY, LABEL_GREY, ORANGE, PURPLE, SKY, VERMILLION, model_colours
 from seqviz.charts.figure import Figure, drawn, figure
 from seqviz.charts.heatmaps import heatmap, heatmap_data
@@ -133,10 +133,12 @@ def pronoun_data(tokens: list[str], weights, word: str) -> pd.DataFrame:
     return heatmap_data(weights.reshape(layers * heads, -1), rows, position_labels(tokens), "weight")
 
 
-def pronoun_chart(word: str = "it", cell: int = 18) -> alt.LayerChart:
-    """Where ``word`` looks in each layer and head (a template of ``pronoun_data``)."""
+@has_phone_form
+def pronoun_chart(word: str = "it", cell: int = 18, phone: bool = False) -> alt.LayerChart | alt.FacetChart:
+    """Where ``word`` looks in each layer and head (a template of ``pronoun_data``; ``phone``: its words in blocks
+    one above the other, see seqviz.charts.heatmaps.heatmap)."""
     return heatmap(value="weight", row_title="", col_title=f"word “{word}” attends to", cell=cell,
-                   title=f"Where “{word}” looks, every layer and head")
+                   title=f"Where “{word}” looks, every layer and head", phone=phone)
 
 
 @figure("importance")

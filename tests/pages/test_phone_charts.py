@@ -16,7 +16,7 @@ from seqviz.ui.screen import NARROW_KEY
 
 SENTENCE = "the charger arrived , but never the parcel that was supposed to have it at last ."  # 17 words
 HEATMAPS = {"app_pages/attention.py": "alignment", "app_pages/transformer.py": "attention-heads",
-            "app_pages/lstm_gates.py": "gates"}
+            "app_pages/lstm_gates.py": "gates", "app_pages/explain.py": "pronoun"}
 
 
 def _open(script: str, narrow: bool | None) -> AppTest:

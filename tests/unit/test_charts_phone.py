@@ -15,6 +15,7 @@ import vl_convert as vlc
 
 from seqviz import charts
 from seqviz.charts.base import PHONE_CHART_PX, PHONE_FONT_PX, TABLE, draws_table
+from seqviz.charts.explain import pronoun_chart, pronoun_data
 from seqviz.charts.gates import gate_column_px, gates_chart, gates_data
 from seqviz.charts.heatmaps import (
     alignment_chart,
@@ -63,7 +64,7 @@ def test_the_templates_with_a_phone_form_are_the_heatmaps():
     for module in pkgutil.iter_modules(charts.__path__):
         found = vars(importlib.import_module(f"seqviz.charts.{module.name}"))
         marked |= {name for name, value in found.items() if callable(value) and getattr(value, "phone_form", False)}
-    assert marked == {"alignment_chart", "attention_heads_chart", "gates_chart"}
+    assert marked == {"alignment_chart", "attention_heads_chart", "gates_chart", "pronoun_chart"}
     # and their figures draw them
     heads = np.full((1, 1, 2, 2), 0.5)
     assert charts.make("alignment", ["a", "b"], ["x"], np.full((1, 2), 0.5)).make is alignment_chart
@@ -133,3 +134,14 @@ def test_the_phone_form_changes_the_chart_not_its_table_or_the_desktop_form():
     assert phone["data"] == {"name": TABLE}
     assert phone["spec"]["layer"][1]["mark"]["fontSize"] >= PHONE_FONT_PX
     assert PHONE_CHART_PX <= COLUMN_PX
+
+
+def test_phone_pronoun_heatmap_wraps_its_words_beside_every_head():
+    """/explain's "Where “it” looks": a row per layer and head, 17 words wrapped into blocks on a phone."""
+    weights = np.random.default_rng(3).dirichlet(np.ones(len(WORDS)), size=(2, 4))
+    svg = _drawn(pronoun_chart("it", phone=True), pronoun_data(WORDS, weights, "it"))
+    assert _width(svg) <= COLUMN_PX
+    assert min(_font_sizes(svg)) >= PHONE_FONT_PX
+    blocks = re.findall(r">(words [\d–]+)<", svg)
+    assert len(blocks) >= 2 and blocks[0].startswith("words 1–") and blocks[-1].endswith("–17")
+    assert svg.count(">layer 2, head 4<") == len(blocks)  # every block has its own row labels
