@@ -129,7 +129,8 @@ def test_the_bag_of_words_counts_one_number_per_word_and_class_and_one_per_class
     assert spec.num_parameters() == (fields["vocab_size"] + 1) * len(fields["labels"])
 
 
-def test_the_shared_task_is_built_once():
+def test_the_shared_task_is_built_once(monkeypatch):
+    monkeypatch.setattr(runs, "_TASKS", {})  # none built yet in this process
     assert shared_task("memory") is shared_task("memory") is runs._TASKS["memory"]
     assert shared_task("memory").name == "memory"
     model, task, _ = RunSpec(task="memory", family="gru", hidden=8, embedding=8).build()
