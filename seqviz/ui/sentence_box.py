@@ -59,6 +59,16 @@ def _pasted() -> None:
         st.session_state[_CUT_KEY] = (int(cut), sentence())  # (the box is taken on Enter: until then, the old)
 
 
+def _typed() -> None:
+    """The sentence box's own callback, which does nothing and must stay: a new sentence reruns the whole page.
+
+    A part's widget whose options follow the sentence (an output step's slider) can report a change in the same
+    interaction as the box (its old value no longer fits), and its ``on_change`` asks Streamlit to rerun only its
+    part (seqviz.ui.rerun_part). Alone, that request would replace the whole page's rerun, and the page would keep
+    showing the last sentence. A callback that returns normally beside it asks for the whole page, and Streamlit
+    then reruns the whole page."""
+
+
 def sentence_input() -> None:
     """The sidebar's one sentence, bound to ?s= so a copied address reopens the same view."""
     with st.sidebar:
@@ -69,6 +79,7 @@ def sentence_input() -> None:
         key=SENTENCE_KEY,
         max_chars=MAX_CHARS,
         bind="query-params",
+        on_change=_typed,
         help="Every page works on this sentence. It is kept in the address bar, so a copied link "
              "opens the same page with the same sentence.",
     )
