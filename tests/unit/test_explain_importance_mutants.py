@@ -170,3 +170,32 @@ def test_where_it_looks_and_its_refusals():
     with refuses("the attention of one word to every word, per layer and head, is a transformer's, not a "
                  "AttentionLSTMClassifier's"):
         explain.pronoun_attention(classifier("attention-lstm"), VOCAB, WORDS[2])
+
+
+def test_without_tokens_the_ids_are_shown_and_probabilities_are_float64():
+    model = classifier("attention-lstm", seed=2)
+    email = explain.explain_emails(model, [[5, 6, 7]], 1, measures=("gradient",))[0]
+    assert email.tokens == ["5", "6", "7"] and email.probs.dtype == np.float64 and email.leave_one_out is None
+    assert email.probs.sum() == pytest.approx(1.0)
+    translator = tiny_translator()
+    sentence = explain.explain_many(translator, [[5, 6]], [[7, 8, 9]], 1, measures=("gradient",))[0]
+    assert sentence.src_tokens == ["5", "6"] and sentence.out_tokens == ["7", "8", "9"]
+
+
+def tiny_translator():
+    from seqviz.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+    torch.manual_seed(0)
+    return Seq2Seq(Seq2SeqConfig(kind="dot", src_vocab_size=len(VOCAB), tgt_vocab_size=len(VOCAB), emb_dim=4,
+                                 hidden=4, attn_dim=4, bidirectional=False)).eval()
+
+
+def test_held_out_taus_take_the_two_measures_only(monkeypatch):
+    taken = []
+    real = importance.measure
+    monkeypatch.setattr(importance, "measure", lambda *args: taken.append(args[-1]) or real(*args))
+    task = types.SimpleNamespace(src_vocab=VOCAB, max_train_src_len=6, splits=types.SimpleNamespace(
+        test=[types.SimpleNamespace(src=w) for w in WORDS]))
+    taus = explain.held_out_taus(tiny_translator(), task, limit=None)
+    assert taken == [importance.HELD_OUT_MEASURES] and taus.inputs == 3 and set(taus.agreement) == {
+        "gradient", "leave_one_out"}

@@ -252,3 +252,33 @@ def test_the_permutation_tests_defaults_and_refusals():
     with refuses("the permutation test replaces attention weights, and a object has none"):
         explain.permutation_test(object(), task)
 
+
+
+def test_tau_rows_are_independent_and_top1_is_not_top2():
+    assert explain.kendall_tau_rows([[1, 2, 3], [1, np.nan, 3]], [[1, 2, 3], [1, 2, 3]]) == [1.0, None]
+    result = explain.agreement([[4, 3, 2, 1]], [[3, 4, 2, 1]])  # the same two words first, in another order
+    assert result.top1 == [False] and result.top3 == [True]
+
+
+def test_uniform_weights_keep_the_weights_dtype_and_permuted_ones_default_to_seed_0():
+    weights = torch.full((1, 1, 3), 1 / 3, dtype=torch.float64)
+    assert explain.uniform_weights(weights, torch.ones(1, 1, 3, dtype=torch.bool)).dtype == torch.float64
+    src, lengths = torch.tensor([[7, 8, 9, 6]]), torch.tensor([4])
+    moving = torch.arange(4, dtype=torch.float64).view(1, 1, 4)
+    assert torch.equal(explain.ablation_mix("permuted", src, lengths)(moving, None),
+                       explain.permutation_mix(src, lengths, 0)(moving, None))
+    assert not torch.equal(explain.ablation_mix("permuted", src, lengths, seed=1)(moving, None),
+                           explain.permutation_mix(src, lengths, 0)(moving, None))
+
+
+def test_an_email_no_permutation_moves_counts_as_unchanged():
+    task = emails_task([2, 3, 4])
+    ids = [task.vocab.encode(list(e.tokens)) for e in task.splits.test]
+    # the first seed whose one draw leaves the 2-word email in its order (its answer unchanged) and swaps the
+    # 3-word one's first two words (its answer changes: α_1 > α_0 after it)
+    seed = next(s for s in range(100) if explain.email_permutations(ids[0], 1, s).tolist() == [[0, 1]]
+                and np.diff(explain.email_permutations(ids[1], 1, s)[0, :2])[0] < 0)  # its 2nd word now first
+    result = explain.permutation_test(Pointer(), task, limit=None, permutations=1, seed=seed)
+    assert result.per_email_changed[0] == 0.0 and result.per_email_changed.max() == 1.0
+    share = np.mean(result.per_email_changed > 0)
+    assert result.changed_any == result.changed_most == share < 1

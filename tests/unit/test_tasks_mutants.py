@@ -292,3 +292,9 @@ def test_the_seed_chooses_the_split(reverse):
     assert [p.src for p in made.splits.train] == [p.src for p in type(reverse).data_module().make_splits(4).train]
     other = make_task("memory", seed=1)
     assert other.splits.train == make_memory_splits(1).train != make_memory_splits(0).train
+
+
+def test_a_memory_batch_without_progress_is_drawn_at_the_end_of_the_run(memory, monkeypatch):
+    monkeypatch.setattr(memory, "curriculum", 10.0)  # the ramp ends at 10x the run: at its end, distance 4 + 5.6
+    lengths = memory.batch(np.random.default_rng(0), 512)["lengths"]
+    assert memory.longest_distance(1.0) == 10 and int(lengths.max()) == 11 and int(lengths.min()) == 2
