@@ -27,6 +27,7 @@ rounding. The gradients are no such difference and take the model as it is. Atte
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -44,6 +45,31 @@ HELD_OUT_MEASURES = ("gradient", "leave_one_out")  # Jain & Wallace's two, one p
 IG_STEPS = (50, 200, 800)  # integrated gradients: points of Captum's Gauss-Legendre rule along the path, first
 # Captum's default 50, then more for the outputs still over the tolerance (the dot translator's paths need them)
 COMPLETENESS_TOLERANCE = 0.02  # nats: |Σ_j IG_tj − (f_t(e) − f_t(0))| that the steps are raised until they meet
+
+
+def _remember_gauss_legendre() -> None:
+    """Captum builds its Gauss-Legendre rule (numpy's ``leggauss``: the eigenvalues of an n × n matrix) anew for
+    every ``attribute`` call, twice (the points and the weights): for 800 points, a third of a typed sentence's
+    /explain run. The rule depends on n alone, so numpy's function is kept with the last few rules it made, their
+    arrays read-only (a caller that wrote into one would fail loudly, never change another's); the numbers are
+    numpy's own, bit for bit."""
+    legendre = np.polynomial.legendre
+    if hasattr(legendre.leggauss, "cache_info"):
+        return
+    compute = legendre.leggauss
+
+    @functools.lru_cache(maxsize=2 * len(IG_STEPS))
+    def leggauss(deg: int) -> tuple[np.ndarray, np.ndarray]:
+        points, weights = compute(deg)
+        points.setflags(write=False)
+        weights.setflags(write=False)
+        return points, weights
+
+    leggauss.__doc__ = compute.__doc__
+    legendre.leggauss = leggauss
+
+
+_remember_gauss_legendre()
 
 
 @dataclass(frozen=True)
