@@ -90,3 +90,17 @@ def test_the_browser_sections_render_their_tables_and_goals():
     assert "| /attention | 60 | 0.40 | 0.60 | 0.20 | 20 | 0.05 |" in text
     assert "- met: a goal. measured." in text and "- MISSED: a goal. measured." in text
     assert "/attention loaded" in text and "/rnn-memory not loaded" in text
+
+
+def test_keep_takes_the_last_reports_sections_not_measured_now():
+    """python -m benchmarks --keep: a section measured now replaces the last report's; the browser's parts
+    measured now replace only theirs; the kept sections are named for the report's header."""
+    from benchmarks.__main__ import keep
+
+    last = {"pages": [{"page": "/", "cold s": 9.0}], "worker": {"rounds": 2},
+            "browser": {"typing": {"old": True}, "cold_start": {"healthy_s": 1.0}}}
+    figures = {"pages": [{"page": "/", "cold s": 1.0}], "browser": {"typing": {"new": True}}}
+    kept = keep(figures, last, ["pages", "typing"])
+    assert figures["pages"] == [{"page": "/", "cold s": 1.0}] and figures["worker"] == {"rounds": 2}
+    assert figures["browser"] == {"typing": {"new": True}, "cold_start": {"healthy_s": 1.0}}
+    assert kept == ["worker", "widgets", "cpu", "growth", "cold"]  # in the report's order; none of the last's absent
