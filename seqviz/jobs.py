@@ -34,7 +34,7 @@ from seqviz import limits
 from seqviz.admission import Load, RunRefused, admit
 from seqviz.cluster import Cluster, ClusterUnavailable
 from seqviz.progress import RunState
-from seqviz.queue_estimate import Paces, Training, expected_starts
+from seqviz.queue_estimate import Paces, Training, expected_starts, steady
 from seqviz.run_identity import identity_key
 from seqviz.runs import RunSpec
 
@@ -84,6 +84,7 @@ class RunManager:
         self._to_cancel: list[str] = []
         self._slots = 0
         self._slots_counted = 0.0
+        self._shown: dict[str, tuple[float, float]] = {}  # queued run id -> (when, expected start) last shown
         self._last_recovery = 0.0
         self._unavailable: str | None = None
         self._unavailable_at = 0.0
@@ -162,7 +163,10 @@ class RunManager:
             return found
         starts = self._starts()
         now = time.time()
-        by_id = {run_id: now + start for run_id, start in starts.items()}
+        with self._lock:  # each waiting run's start kept steady against the one last shown (any lab's page)
+            by_id = {run_id: steady(self._shown.get(run_id), now + start, now) for run_id, start in starts.items()}
+            self._shown = {**{k: v for k, v in self._shown.items() if k in starts},
+                           **{run_id: (now, at) for run_id, at in by_id.items() if run_id is not None}}
         return [dataclasses.replace(state, expected_start_at=by_id.get(state.id)) if state.status == "queued"
                 else state for state in found]
 

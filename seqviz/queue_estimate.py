@@ -89,3 +89,25 @@ def expected_starts(training: list[Training], queued: list[dict], slots: int, pa
         starts.append(at)
         free[free.index(at)] = at + (paces.run_s(spec, training) if spec is not None else GUESS_RUN_S)
     return starts
+
+
+# A waiting run's expected start moves at most this factor a second against the one last shown (1.12 a second: at most
+# 1.25x between two refreshes of /train, 2 s apart, and 1.76x over 5 s), so a new estimate a run's pace makes
+# (a run ahead that slowed, one that reached its tenth step) reaches the page over a few refreshes, not at once.
+STEADY_PER_S = 1.12
+STEADY_FROM_S = 5.0  # a wait shown of less than this follows the estimate at once (seconds are not worth smoothing)
+
+
+def steady(shown: tuple[float, float] | None, estimate: float, now: float) -> float:
+    """The expected start to show (time.time() seconds) for a new ``estimate``, given the one ``shown`` last:
+    (when it was shown, the start it showed), or None. The wait left is kept within STEADY_PER_S a second of the
+    wait the last one leaves now."""
+    if shown is None:
+        return estimate
+    at, start = shown
+    left_then = start - now  # the wait the last shown start leaves now
+    if left_then < STEADY_FROM_S:
+        return estimate
+    factor = STEADY_PER_S ** max(0.0, now - at)  # per second since, however often it is read
+    left = min(max(estimate - now, left_then / factor), left_then * factor)
+    return now + left
