@@ -157,6 +157,7 @@ def measure(cluster_kind: str, specs: list, workers: int | None, spread: float, 
             except RunRefused as error:
                 refused.append(str(error))
         expected: dict[str, list[tuple[float, float]]] = {}  # lab -> (seen at, expected start) while it waited
+        unsteady: dict[str, list[tuple[float, float]]] = {}  # the same, the estimate as made (not kept steady)
         done: dict[str, object] = {}  # lab -> its final RunState
         ended_without_model: dict[str, float] = {}
         peak_workers_mb, polls, reported = 0.0, 0, set()
@@ -175,6 +176,10 @@ def measure(cluster_kind: str, specs: list, workers: int | None, spread: float, 
                     [shown] = [s for s in manager.runs_of(lab, snapshots=False) if s.id == run_id] or [None]
                     if shown is not None and shown.expected_start_at is not None:
                         expected.setdefault(lab, []).append((time.time(), shown.expected_start_at))
+                        # and the estimate before it is kept steady (seqviz.queue_estimate.steady), to compare
+                        raw = manager._starts().get(run_id)
+                        if raw is not None:
+                            unsteady.setdefault(lab, []).append((time.time(), time.time() + raw))
             for state in done.values():
                 if state is not None and state.id not in reported:  # a line per ended run, as it ends
                     reported.add(state.id)
@@ -205,9 +210,12 @@ def measure(cluster_kind: str, specs: list, workers: int | None, spread: float, 
                              "metric": None if state is None else state.metric,
                              "fingerprint": None if state is None else state.fingerprint,
                              "expected": expected.get(lab, [])})
+        as_made = class_summary([{**s, "expected": unsteady.get(lab, [])} for s, lab in zip(students, class_labs,
+                                                                                           strict=True)])
         figures = {
             "cluster": cluster_kind, "workers": cluster.slots(), "students": len(specs),
             "spread_s": spread, **class_summary(students),
+            "estimate_as_made": {k: v for k, v in as_made.items() if k.startswith("estimate_")},
             "workers_peak_rss_mb": round(peak_workers_mb, 1),
             "health_p50_s": _quantile(health.latencies, 0.5), "health_p95_s": _quantile(health.latencies, 0.95),
             "health_failures": health.failures, "benchmark_seconds": round(finished_at - began, 1),

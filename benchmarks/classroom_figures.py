@@ -46,14 +46,15 @@ def class_summary(students: list[dict]) -> dict:
     signed = []  # the expected start shown on the page less the actual start, over the wait left (estimates made
     jumps = []  # while waiting); and each refresh's wait shown over the one before it (larger over smaller)
     for s in accepted:
-        before = None
+        before = None  # the start shown at the refresh before
         for seen_at, guess in s["expected"]:
             if s["started_at"] is not None and s["started_at"] - seen_at > 5:
                 signed.append((guess - s["started_at"]) / (s["started_at"] - seen_at))
-            shown = guess - seen_at
-            if before is not None and min(before, shown) > 5:
-                jumps.append(max(before, shown) / min(before, shown))
-            before = shown
+            # the wait shown now against the wait the start shown before leaves now (a countdown is no change)
+            shown, left_then = guess - seen_at, None if before is None else before - seen_at
+            if left_then is not None and min(left_then, shown) > 5:
+                jumps.append(max(left_then, shown) / min(left_then, shown))
+            before = guess
     errors = [abs(e) for e in signed]
     # With one worker, seconds from one run's end to the next one's start (the queue's hand-over), which a wait
     # spans once per run ahead

@@ -64,14 +64,15 @@ def test_the_report_section_replaces_an_earlier_one(tmp_path):
 
 
 def test_the_estimates_bias_jumps_and_the_queues_hand_overs_are_summarised():
-    # Two runs one after the other on one worker (the second starts 3 s after the first ends); the second's student
-    # was shown a start at 33 s twice (40 s then 50 s early: errors 40/60 and 40/50 of the wait left), then at 63 s
-    # (10 of 40): the wait shown went from 20 s to 10 s (2x) and to 30 s (3x).
+    # Two runs one after the other on one worker (the second starts 3 s after the first ends). The second's student
+    # was shown a start at 53 s twice (20 s early, with 60 s and then 50 s left), then at 83 s (10 s late, 40 s
+    # left): the first refresh only counted down (30 s left of the start shown before, 30 s shown), the second moved
+    # the start from 20 s away to 50 s away (2.5x).
     first = student(0.0, 75.0, run="a", started=10.0, followers=1)
     second = student(1.0, 140.0, run="b", started=73.0, followers=1,
-                     expected=[(13.0, 33.0), (23.0, 33.0), (33.0, 63.0)])
+                     expected=[(13.0, 53.0), (23.0, 53.0), (33.0, 83.0)])
     summary = figures.class_summary([first, second])
-    assert summary["estimate_signed_error_median"] == round(-40 / 60, 3)  # too early: negative
-    assert summary["estimate_relative_error_median"] == round(40 / 60, 3)
-    assert summary["estimate_jump_max"] == 3.0 and summary["estimate_jumps_over_2x"] == 1
+    assert summary["estimate_signed_error_median"] == round(-20 / 60, 3)  # too early: negative
+    assert summary["estimate_relative_error_median"] == round(20 / 60, 3)
+    assert summary["estimate_jump_max"] == 2.5 and summary["estimate_jumps_over_2x"] == 1
     assert summary["estimate_refreshes"] == 2 and summary["handover_median_s"] == 3.0
