@@ -12,6 +12,8 @@ import pytest
 from browsing import SHOTS, assert_no_exception, full_page_screenshot, go_to, new_visitor, set_number, wait_for_app
 from playwright.sync_api import expect
 
+from seqviz.browser import PHONE
+
 pytestmark = pytest.mark.browser
 
 # A small dot-attention translator with a seed no other test uses (identical runs are shared across the server).
@@ -37,8 +39,9 @@ def your_models(page, count: int) -> None:
 
 def test_a_class_asking_for_one_run_trains_it_once_and_a_late_visitor_has_it_at_once(app_url, browser):
     first_context, first = new_visitor(browser)
-    phone_context, phone = new_visitor(browser, viewport={"width": 390, "height": 844}, color_scheme="dark",
-                                       is_mobile=True, has_touch=True)
+    # A phone as the harness makes one (its browser names itself a phone, so the app draws its phone forms from the
+    # first run, as on a real phone)
+    phone_context, phone = new_visitor(browser, device=PHONE, color_scheme="dark")
     late_context, late = new_visitor(browser)
     try:
         ask_for_the_run(first, app_url)
