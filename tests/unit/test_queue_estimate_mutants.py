@@ -29,3 +29,11 @@ def test_a_young_run_and_the_queue_take_the_pace_of_the_runs_training_now():
     young = Training(LSTM, step=2, steps=100, trained_s=1.0, started_ago_s=3.0)  # its shape's 20 s + 5, 3 s gone
     starts = expected_starts([older, young], [LSTM, LSTM, LSTM], 2, Paces([]))
     assert starts == pytest.approx([18.5, 22.0, 18.5 + 25.0])
+
+
+def test_a_wait_of_exactly_steady_from_s_is_smoothed_and_a_shorter_one_follows_the_estimate():
+    from seqviz.queue_estimate import STEADY_FROM_S, STEADY_PER_S, steady
+
+    now = 100.0
+    assert steady((now - 1, now + STEADY_FROM_S), now + 50, now) == pytest.approx(now + STEADY_FROM_S * STEADY_PER_S)
+    assert steady((now - 1, now + STEADY_FROM_S - 0.01), now + 50, now) == now + 50
