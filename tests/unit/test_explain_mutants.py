@@ -185,13 +185,16 @@ class Pointer:
     def embed_source(self, src):
         return src
 
+    def tilt(self, lengths):  # added to the two logits (none here)
+        return torch.zeros(len(lengths), 2, dtype=torch.float64)
+
     def target_log_probs(self, ids, lengths, classes, mix=None):
         T = ids.shape[1]
         alpha = torch.stack([torch.where(torch.arange(T) < n, (n - torch.arange(T)).double(), 0.0) for n in lengths])
         alpha = (alpha / alpha.sum(-1, keepdim=True))[:, None, :]  # (R, 1, T)
         mask = (torch.arange(T)[None, :] < lengths[:, None])[:, None, :]
         mixed = alpha if mix is None else mix(alpha, mask)
-        log_p = torch.log_softmax(5 * mixed[:, 0, :2], dim=-1)  # (R, 2)
+        log_p = torch.log_softmax(5 * mixed[:, 0, :2] + self.tilt(lengths), dim=-1)  # (R, 2)
         return log_p.gather(1, classes), alpha.expand(-1, classes.shape[1], -1)
 
 
@@ -282,3 +285,15 @@ def test_an_email_no_permutation_moves_counts_as_unchanged():
     assert result.per_email_changed[0] == 0.0 and result.per_email_changed.max() == 1.0
     share = np.mean(result.per_email_changed > 0)
     assert result.changed_any == result.changed_most == share < 1
+
+
+def test_uniform_weights_that_change_one_emails_answer_and_not_anothers():
+    """A 2-word email leans to the second class by 1: its own α (2/3, 1/3) still answers the first, uniform weights
+    the second; a 3-word email's uniform weights tie, and the tie answers the first, as its own α does."""
+
+    class Tilted(Pointer):
+        def tilt(self, lengths):
+            return torch.tensor([[0.0, 1.0 if n == 2 else 0.0] for n in lengths.tolist()], dtype=torch.float64)
+
+    result = explain.permutation_test(Tilted(), emails_task([2, 3]), limit=None, permutations=1)
+    assert result.uniform_changed == 0.5
