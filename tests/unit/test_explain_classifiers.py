@@ -196,6 +196,15 @@ def test_permutation_test_is_bounded_reproducible_and_per_email():
         explain.permutation_test(tiny_classifier("gru"), task, limit=2)
 
 
+def test_permutation_test_of_no_email_says_nothing():
+    """limit=0 (no held-out email): every figure None and every per-email array empty, not a crash."""
+    result = explain.permutation_test(tiny_classifier("attention-lstm", seed=5), email_task(EMAILS[:3]), limit=0,
+                                      permutations=4)
+    assert result.emails == 0 and result.permutations == 4
+    assert result.changed_any is result.mean_difference is result.uniform_changed is result.p90_difference is None
+    assert result.per_email_difference.shape == result.per_email_changed.shape == result.max_attention.shape == (0,)
+
+
 def test_pronoun_attention_shapes_rows_and_absence():
     model = tiny_classifier("transformer", seed=6)
     tokens = EMAILS[0]

@@ -187,7 +187,7 @@ def permutation_test(model, task, limit: int | None = 200, permutations: int = 1
     orders = [email_permutations(ids, permutations, seed) for ids in emails]  # E x (K, T_b)
     rows = [(b, k) for b in range(E) for k in range(permutations)]
     permuted, _ = _class_log_probs(model, [emails[b] for b, _ in rows], [orders[b][k] for b, k in rows])  # (EK, C)
-    permuted = permuted.reshape(E, permutations, -1)  # (E, K, C)
+    permuted = permuted.reshape(E, permutations, real.shape[1] if E else 0)  # (E, K, C) (no email: (0, K, 0))
     moved = np.abs(np.exp(permuted[np.arange(E), :, predicted]) - p_real[:, None])  # (E, K)
     changed = (permuted.argmax(axis=2) != predicted[:, None]).mean(axis=1) if E else np.zeros(0)  # (E,)
     per_email = moved.mean(axis=1) if E else np.zeros(0)  # (E,)
