@@ -295,14 +295,19 @@ def test_every_kind_of_model_trains_from_the_page(task, family, snapshot):
 
 
 def test_a_second_run_waits_for_the_first_and_can_be_cancelled(cookies):
+    from seqviz.cluster import local_worker_count
     from seqviz.ui.training import manager
 
-    # Every training worker busy, each with a run of a lab of its own: as many as this server's run manager has
-    # workers (one on a 2-core machine, SEQVIZ_TRAIN_WORKERS where set), so the next run queues on any machine.
+    # Every training worker busy, each with a run of a lab of its own: as many as this server's cluster will have
+    # (one on a 2-core machine, SEQVIZ_TRAIN_WORKERS where set), so the next run queues on any machine. Not the
+    # manager's "max_running": it counts the workers up now, 1 before the cluster has started (a random order ran
+    # this test first with 3 workers: one blocker, and the second run trained at once on a free worker).
+    cluster = manager().cluster
+    assert not cluster.external, "this test needs the app's own cluster"
     busy, second = [], None
     try:
-        for _ in range(manager().load()["max_running"]):
-            blocker = tiny(open_train(), steps=LONG)
+        for number in range(cluster.workers or local_worker_count()):
+            blocker = tiny(open_train(), steps=LONG, seed=100 + number)  # a seed each: identical runs train once
             press(blocker, "Start training")
             busy.append(blocker)
             settle(blocker, training)
