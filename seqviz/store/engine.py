@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, text
@@ -63,10 +64,27 @@ def describe(url: str) -> str:
     return f"the {parsed.get_backend_name()} database {parsed.database} at {parsed.host}:{parsed.port or ''}"
 
 
+def _switch_to_wal(cursor) -> None:
+    """WAL mode, kept in the file once set. Making a new file WAL takes a lock SQLite does not wait for (its busy
+    handler is not called): processes opening a new store at once see "database is locked" at once. Each tries
+    again for up to the busy timeout; the first to switch leaves the file WAL and the others find it so."""
+    import sqlite3
+
+    deadline = time.monotonic() + limits.STORE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _sqlite_pragmas(connection, _record) -> None:
     connection.isolation_level = None  # pysqlite begins no transaction of its own: _sqlite_begin does
     cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(cursor)
     cursor.execute(f"PRAGMA busy_timeout={int(limits.STORE_BUSY_TIMEOUT_S * 1000)}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")  # WAL's safe setting: a crash loses no committed transaction
