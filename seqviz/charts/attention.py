@@ -6,7 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from seqviz.charts.base import position_labels, table
+from seqviz.charts.base import has_phone_form, phone_title, position_labels, side_by_side, table
 from seqviz.charts.colours import BLUE, GREY
 from seqviz.charts.figure import Figure, drawn, figure
 
@@ -30,20 +30,25 @@ def score_title(score_rule: str | None) -> str:
     return f"① {rule}" if rule else "① score"
 
 
-def step_chart(score_rule: str | None = None) -> alt.HConcatChart:
+@has_phone_form
+def step_chart(score_rule: str | None = None, phone: bool = False) -> alt.HConcatChart | alt.VConcatChart:
     """The chapter's steps ① and ② on the real model: scores, then the softmax weights (a template of
-    ``step_data``; the page names the word being written). ``score_rule``: the attention part's, from the trace."""
+    ``step_data``; the page names the word being written). ``score_rule``: the attention part's, from the trace.
+    ``phone``: both panels narrowed to a phone's column, the words once on the left."""
     tooltip = [alt.Tooltip("source word:N"), alt.Tooltip("score:Q", format=".3f"),
                alt.Tooltip("weight α:Q", format=".3f")]
-    y = alt.Y("source word:N", sort="ascending", title=None, axis=alt.Axis(labelOverlap=False, labelLimit=160))
-    size = dict(height=alt.Step(18), width=220)
-    scores = alt.Chart().mark_bar(color=GREY).encode(
-        y=y, x=alt.X("score:Q", title=score_title(score_rule)), tooltip=tooltip
-    ).properties(**size)
-    weights = alt.Chart().mark_bar(color=BLUE).encode(
-        y=y, x=alt.X("weight α:Q", title="② softmax weight α", scale=alt.Scale(domain=[0, 1])), tooltip=tooltip
-    ).properties(**size)
-    return alt.hconcat(scores, weights, data=table())
+    axes = [("score:Q", score_title(score_rule), GREY, alt.Undefined), ("weight α:Q", "② softmax weight α", BLUE,
+                                                                         alt.Scale(domain=[0, 1]))]
+
+    def panel(number, words, x_axis, width):
+        field, title, colour, scale = axes[number]
+        return alt.Chart().mark_bar(color=colour).encode(
+            y=alt.Y("source word:N", sort="ascending", title=None, axis=alt.Axis(**words) if words else None),
+            x=alt.X(field, title=phone_title(title, width) if phone else title, scale=scale,
+                    axis=alt.Axis(**x_axis) if x_axis else alt.Undefined),
+            tooltip=tooltip).properties(height=alt.Step(18), width=width)
+
+    return side_by_side(panel, len(axes), 220, phone, words_each=True, spacing=None).properties(data=table())
 
 
 @figure("attention-step")

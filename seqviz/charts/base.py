@@ -37,10 +37,15 @@ PHONE_LABEL_PX = 96  # the most a word's label takes beside its row ("11 suppose
 PHONE_MAX_CELLS = 6000
 
 
-def has_phone_form(template):
-    """Mark a template that takes ``phone=True`` (seqviz.ui draws that form on a narrow screen)."""
-    template.phone_form = True
-    return template
+def has_phone_form(template=None, *, max_rows: int | None = PHONE_MAX_CELLS):
+    """Mark a template that takes ``phone=True`` (seqviz.ui draws that form on a narrow screen, for a table of at
+    most ``max_rows`` rows; None: any, for a chart whose size does not grow with its table, a histogram's)."""
+
+    def mark(template):
+        template.phone_form, template.phone_max_rows = True, max_rows
+        return template
+
+    return mark if template is None else mark(template)
 
 
 def draws_table(spec: dict) -> bool:
@@ -93,6 +98,34 @@ def legend_rows(spec) -> int:
     if isinstance(spec, list):
         return max([rows, *(legend_rows(value) for value in spec)])
     return rows
+
+
+def side_by_side(build, count: int, width: int, phone: bool, per_row: int = 2, words_each: bool = False,
+                 spacing: int | None = 12) -> alt.HConcatChart | alt.VConcatChart:
+    """Bar panels that share their words down the side, side by side.
+
+    ``build(number, words, x_axis, width)`` makes panel ``number``: ``words`` are its words' alt.Axis settings (None:
+    no labels, the panel to its left has them), ``x_axis`` its value axis's settings beyond the desktop's, ``width``
+    its px. On a desktop: one row, ``width`` each, the words on the left only (``words_each``: beside every panel;
+    ``spacing`` px apart, None: Vega-Lite's). On a phone: ``per_row`` a row, each row with its words, sized to a
+    phone's column, its text PHONE_FONT_PX (the rows one under the other, where a desktop's went on to the right)."""
+    if not phone:
+        words = {"labelOverlap": False, "labelLimit": 160}
+        return alt.hconcat(*[build(number, words if number == 0 or words_each else None, {}, width)
+                             for number in range(count)], **({} if spacing is None else {"spacing": spacing}))
+    width = (PHONE_CHART_PX - PHONE_LABEL_PX - 12 * (per_row - 1)) // per_row
+    font = {"labelFontSize": PHONE_FONT_PX, "titleFontSize": PHONE_FONT_PX}
+    words = {"labelOverlap": False, "labelLimit": PHONE_LABEL_PX, **font}
+    values = {"tickCount": 3, "format": "~g", **font}  # three ticks: more ran into each other in 120 px
+    panels = [build(number, words if number % per_row == 0 else None, values, width) for number in range(count)]
+    return alt.vconcat(*[alt.hconcat(*panels[start:start + per_row], spacing=12)
+                         for start in range(0, count, per_row)], spacing=16)
+
+
+def phone_title(title: str, width: int) -> str | list[str]:
+    """An axis title that fits ``width`` px at PHONE_FONT_PX: broken into lines (Vega draws a list as lines)."""
+    lines = textwrap.wrap(title, max(8, width // 6))
+    return lines if len(lines) > 1 else title
 
 
 TITLE_LINE_CHARS = 38  # a title line that fits a phone's chart (about 300 px of bold text)

@@ -8,7 +8,17 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from seqviz.charts.base import MODEL_LABEL_PX, has_phone_form, model_legend, position_labels, table
+from seqviz.charts.base import (
+    MODEL_LABEL_PX,
+    PHONE_CHART_PX,
+    PHONE_FONT_PX,
+    has_phone_form,
+    model_legend,
+    phone_title,
+    position_labels,
+    side_by_side,
+    table,
+)
 from seqviz.charts.colours import BLUE, GREEN, GREY, LABEL_GREY, ORANGE, PURPLE, SKY, VERMILLION, model_colours
 from seqviz.charts.figure import Figure, drawn, figure
 from seqviz.charts.heatmaps import heatmap, heatmap_data
@@ -40,21 +50,25 @@ def importance_data(tokens: list[str], measures: dict[str, np.ndarray]) -> pd.Da
     return pd.DataFrame(columns)
 
 
-def importance_chart(measures: tuple[str, ...], title: str = "") -> alt.HConcatChart:
+@has_phone_form
+def importance_chart(measures: tuple[str, ...], title: str = "", phone: bool = False
+                     ) -> alt.HConcatChart | alt.VConcatChart:
     """One panel per measure, the words down the side: does attention rank the words as the output's own
     sensitivity does? (a template of ``importance_data``; each panel draws its measure over its largest size, the
-    tooltips give the numbers themselves; a signed measure below zero: the word was in the way)."""
-    panels = []
-    for number, measure in enumerate(measures):
-        axis = alt.Axis(labelOverlap=False, labelLimit=160) if number == 0 else None  # the words once, on the left
-        panels.append(alt.Chart().mark_bar(color=MEASURE_COLOURS[measure]).encode(
-            y=alt.Y("word:N", sort="ascending", title=None, axis=axis),
-            x=alt.X(f"{measure}{SCALED}:Q", title=measure,
+    tooltips give the numbers themselves; a signed measure below zero: the word was in the way). ``phone``: two
+    panels a row, each row with its words, fitting a phone's column."""
+
+    def panel(number, words, x_axis, width):
+        measure = measures[number]
+        return alt.Chart().mark_bar(color=MEASURE_COLOURS[measure]).encode(
+            y=alt.Y("word:N", sort="ascending", title=None, axis=alt.Axis(**words) if words else None),
+            x=alt.X(f"{measure}{SCALED}:Q", title=phone_title(measure, width) if phone else measure,
                     scale=alt.Scale(domain=[-1, 1] if measure in SIGNED else [0, 1]),
-                    axis=alt.Axis(tickCount=3, format="~g")),
+                    axis=alt.Axis(**{"tickCount": 3, "format": "~g", **x_axis})),
             tooltip=[alt.Tooltip("word:N"), alt.Tooltip(f"{measure}:Q", format=".3g")],
-        ).properties(height=alt.Step(18), width=110))
-    chart = alt.hconcat(*panels, data=table(), spacing=12)
+        ).properties(height=alt.Step(18), width=width)
+
+    chart = side_by_side(panel, len(measures), 110, phone).properties(data=table())
     return chart.properties(title=title) if title else chart
 
 
@@ -71,26 +85,33 @@ def tau_data(taus: dict[str, dict[str, dict[str, list[float]]]]) -> pd.DataFrame
     return pd.DataFrame(rows, columns=["model", "comparison", "statistic", "value"])
 
 
-def tau_chart(colours: dict[str, str], comparisons: tuple[str, ...], unit: str = "output words") -> alt.VConcatChart:
+@has_phone_form(max_rows=None)  # its bins, not its table's rows, make its size
+def tau_chart(colours: dict[str, str], comparisons: tuple[str, ...], unit: str = "output words",
+              phone: bool = False) -> alt.VConcatChart:
     """How well attention agrees with each other measure on held-out data: per comparison, a histogram of Kendall's
     τ (every pair of words counts the same) beside one of weighted τ (a swap among the top words counts most), one
     colour per model, counted in ``unit`` (a template of ``tau_data``). 1: the same ranking; 0: no relation; −1:
-    the reverse."""
+    the reverse. ``phone``: each histogram on a row of its own, as wide as a phone's column."""
+    width = PHONE_CHART_PX - 60 if phone else 240  # a phone's: room for the counts' axis on the left
+    font = {"labelFontSize": PHONE_FONT_PX, "titleFontSize": PHONE_FONT_PX} if phone else {}
+    legend = alt.Legend(**model_legend().to_dict(), labelFontSize=PHONE_FONT_PX) if phone else model_legend()
     rows = []
     for comparison in comparisons:
         panels = []
         for statistic in STATISTIC_NAMES.values():
+            title = f"{statistic}, {comparison}"
             bars = alt.Chart().mark_bar(opacity=0.6, binSpacing=0).encode(
-                x=alt.X("value:Q", bin=alt.Bin(extent=[-1, 1], step=0.1), title=f"{statistic}, {comparison}",
-                        scale=alt.Scale(domain=[-1, 1])),
-                y=alt.Y("count():Q", stack=None, title=unit),
-                color=alt.Color("model:N", scale=model_colours(colours), legend=model_legend()),
+                x=alt.X("value:Q", bin=alt.Bin(extent=[-1, 1], step=0.1),
+                        title=phone_title(title, width) if phone else title, scale=alt.Scale(domain=[-1, 1]),
+                        axis=alt.Axis(**font) if phone else alt.Undefined),
+                y=alt.Y("count():Q", stack=None, title=unit, axis=alt.Axis(**font) if phone else alt.Undefined),
+                color=alt.Color("model:N", scale=model_colours(colours), legend=legend),
                 tooltip=[alt.Tooltip("model:N"), alt.Tooltip("value:Q", bin=True, title=statistic),
                          alt.Tooltip("count():Q")],
             ).transform_filter((alt.datum.comparison == comparison) & (alt.datum.statistic == statistic))
             zero = alt.Chart().mark_rule(color=GREY, strokeDash=[4, 4]).encode(x=alt.datum(0))
-            panels.append(alt.layer(bars, zero).properties(width=240, height=130))
-        rows.append(alt.hconcat(*panels))
+            panels.append(alt.layer(bars, zero).properties(width=width, height=130))
+        rows.extend(panels if phone else [alt.hconcat(*panels)])
     return alt.vconcat(*rows, data=table(), title="Held out: how well attention ranks the words")
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from seqviz import charts
-from seqviz.charts.base import LEGEND_ROW_PX, PHONE_MAX_CELLS, TABLE, draws_table, legend_rows, wrap_titles
+from seqviz.charts.base import LEGEND_ROW_PX, TABLE, draws_table, legend_rows, wrap_titles
 from seqviz.charts.describe import describe
 from seqviz.ui.screen import narrow
 
@@ -40,11 +40,12 @@ def draw(figure: charts.Figure, name: str) -> None:
     numbers), not as "Vega visualization" or a jumble of tick labels; the switch beside the downloads shows the
     table itself, which the keyboard reaches and moves through.
     On a narrow screen (seqviz.ui.screen) a template with a phone form is drawn in that form (``phone=True``: a
-    heatmap's words wrapped into blocks that fit the screen; not past PHONE_MAX_CELLS, too tall for a phone's canvas);
-    the table, and its CSV, are the same.
+    heatmap's words wrapped into blocks that fit the screen, bar panels two a row; not past its ``phone_max_rows``,
+    for a heatmap PHONE_MAX_CELLS, too tall for a phone's canvas); the table, and its CSV, are the same.
     """
     kwargs = dict(figure.kwargs)
-    if getattr(figure.make, "phone_form", False) and narrow() and len(figure.table) <= PHONE_MAX_CELLS:
+    most = getattr(figure.make, "phone_max_rows", None)
+    if getattr(figure.make, "phone_form", False) and narrow() and (most is None or len(figure.table) <= most):
         kwargs["phone"] = True  # (seqviz.charts.base.has_phone_form)
     template = _template(f"{figure.make.__module__}.{figure.make.__qualname__}", tuple(figure.args), kwargs,
                          figure.make)

@@ -162,6 +162,48 @@ def test_heatmaps_wrap_their_words_on_a_phone(app_url, browser, scheme):
         context.close()
 
 
+# Charts of bars beside a sentence's words (SVG, or a canvas: RECORD_TEXTS): their aria-label's start, per page.
+WORD_PANELS = {"attention": ["A chart of score"],
+               "explain": ["A chart of attention α", "What the decision", "Held out: how well attention"]}
+SVG_PANELS = """starts => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]
+  .filter(box => starts.some(start => (box.getAttribute('aria-label') || '').startsWith(start)))
+  .map(box => ({name: box.getAttribute('aria-label').slice(0, 50), box: box.clientWidth, scrolls: box.scrollWidth,
+                right: box.getBoundingClientRect().right, screen: window.innerWidth,
+                hint: box.dataset.seqvizOverflows !== undefined,
+                texts: [...[...box.querySelectorAll('svg text')].filter(t => t.textContent.trim())
+                          .map(t => parseFloat(getComputedStyle(t).fontSize)),
+                        ...window.__seqvizTexts.filter(([c]) => c === box.querySelector('canvas')).map(([, , s]) => s)]
+}))"""
+
+
+@pytest.mark.browser
+def test_bars_beside_the_words_fit_a_phone(app_url, browser):
+    """Issue 27: /attention's one step (scores, weights) and /explain's measures and held-out τ histograms are drawn
+    in a phone's form: narrower panels, the rest under them, nothing that scrolls sideways, text 11 px or more."""
+    context = new_context(browser, PHONE)
+    context.add_init_script(RECORD_TEXTS)
+    phone = new_page(context)
+    try:
+        for name, starts in WORD_PANELS.items():
+            phone.goto(f"{app_url}/{name}?s={SIXTEEN.replace(' ', '+')}")
+            wait_for_app(phone)
+            assert_no_exception(phone)
+            charts = phone.evaluate(SVG_PANELS, starts)
+            shown = {start for start in starts if any(chart["name"].startswith(start) for chart in charts)}
+            assert shown == set(starts), charts
+            for chart in charts:
+                where = f"/{name}, {chart['name']}"
+                assert chart["scrolls"] <= chart["box"] + 1 and not chart["hint"], f"{where} scrolls: {chart}"
+                assert chart["right"] <= chart["screen"] + 1, f"{where} runs off the screen: {chart}"
+                assert chart["texts"] and min(chart["texts"]) >= 11, f"{where}: text under 11 px: {chart}"
+            label = json.dumps(starts[0], ensure_ascii=False)  # (CSS reads "α", not JSON's "\\u03b1")
+            first = phone.locator(f"[data-testid=stVegaLiteChart][aria-label^={label}]").first
+            first.evaluate("box => box.scrollIntoView({block: 'start'})")
+            phone.screenshot(path=str(SHOTS / f"phone-bars-{name}.png"))
+    finally:
+        context.close()
+
+
 @pytest.mark.browser
 def test_a_window_says_when_it_turns_narrow(app_url, browser):
     """A desktop's browser (no "Mobile" in its name) in a window 390 px wide says so once, and gets the heatmaps in

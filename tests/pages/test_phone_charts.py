@@ -1,5 +1,6 @@
-"""A narrow screen (a phone) gets the heatmaps' phone forms, with the same tables; a wide one gets what it always
-did, and its browser is never asked to rerun the page for its width (seqviz.ui.screen)."""
+"""A narrow screen (a phone) gets the phone forms of the heatmaps and of the bars beside words, with the same
+tables; a wide one gets what it always did, and its browser is never asked to rerun the page for its width
+(seqviz.ui.screen)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from seqviz.ui.screen import NARROW_KEY
 SENTENCE = "the charger arrived , but never the parcel that was supposed to have it at last ."  # 17 words
 HEATMAPS = {"app_pages/attention.py": "alignment", "app_pages/transformer.py": "attention-heads",
             "app_pages/lstm_gates.py": "gates", "app_pages/explain.py": "pronoun"}
+WORD_PANELS = {"app_pages/attention.py": {"attention-step"}, "app_pages/explain.py": {"importance", "taus"}}
 
 
 def _open(script: str, narrow: bool | None) -> AppTest:
@@ -44,15 +46,19 @@ def _charts(at: AppTest) -> list[tuple[str, dict, list[bytes]]]:
 def test_a_narrow_screen_gets_the_heatmaps_in_blocks_with_the_same_tables(script):
     wide, narrow = _charts(_open(script, None)), _charts(_open(script, True))
     assert [name for name, _, _ in narrow] == [name for name, _, _ in wide]
-    heatmap = HEATMAPS[script]
-    assert heatmap in [name for name, _, _ in narrow]
+    heatmap, panels = HEATMAPS[script], WORD_PANELS.get(script, set())
+    assert {heatmap, *panels} <= {name for name, _, _ in narrow}
     for (name, phone_spec, phone_tables), (_, desktop_spec, desktop_tables) in zip(narrow, wide, strict=True):
         assert phone_tables == desktop_tables, f"{name}: a phone must get the same table (and CSV)"
-        if name != heatmap:
+        if name not in {heatmap, *panels}:
             assert phone_spec == desktop_spec, f"{name} has no phone form: it must not change"
             continue
         validate_jsonschema(phone_spec, load_schema())
         assert phone_spec != desktop_spec
+        if name in panels:  # bars beside words: the desktop's one row, a phone's rows one under the other
+            assert "hconcat" in desktop_spec or "hconcat" in desktop_spec["vconcat"][0], name
+            assert "vconcat" in phone_spec, name
+            continue
         blocks = [phone_spec] if "facet" in phone_spec else phone_spec["vconcat"]  # the gates: four panels
         for block in blocks:
             assert block["facet"]["row"]["field"] == "panel" and block["resolve"]["scale"]["x"] == "independent"

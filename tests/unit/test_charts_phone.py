@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import vl_convert as vlc
 
 from seqviz import charts
+from seqviz.charts.attention import step_chart, step_data
 from seqviz.charts.base import PHONE_CHART_PX, PHONE_FONT_PX, TABLE, draws_table
-from seqviz.charts.explain import pronoun_chart, pronoun_data
+from seqviz.charts.explain import (
+    ATTENTION,
+    MEASURE_NAMES,
+    importance_chart,
+    importance_data,
+    pronoun_chart,
+    pronoun_data,
+    tau_chart,
+    tau_data,
+)
 from seqviz.charts.gates import gate_column_px, gates_chart, gates_data
 from seqviz.charts.heatmaps import (
     alignment_chart,
@@ -56,7 +67,7 @@ def _gate_trace(tokens, hidden=32, seed=0) -> LSTMGateTrace:
                          rng.normal(size=(t, hidden)), rng.uniform(-1, 1, (t, hidden)))
 
 
-def test_the_templates_with_a_phone_form_are_the_heatmaps():
+def test_the_templates_with_a_phone_form_are_the_heatmaps_and_the_word_panels():
     import importlib
     import pkgutil
 
@@ -64,12 +75,16 @@ def test_the_templates_with_a_phone_form_are_the_heatmaps():
     for module in pkgutil.iter_modules(charts.__path__):
         found = vars(importlib.import_module(f"seqviz.charts.{module.name}"))
         marked |= {name for name, value in found.items() if callable(value) and getattr(value, "phone_form", False)}
-    assert marked == {"alignment_chart", "attention_heads_chart", "gates_chart", "pronoun_chart"}
+    assert marked == {"alignment_chart", "attention_heads_chart", "gates_chart", "pronoun_chart",
+                      "importance_chart", "step_chart", "tau_chart"}
     # and their figures draw them
     heads = np.full((1, 1, 2, 2), 0.5)
     assert charts.make("alignment", ["a", "b"], ["x"], np.full((1, 2), 0.5)).make is alignment_chart
     assert charts.make("attention-heads", ["a", "b"], heads).make is attention_heads_chart
     assert charts.make("gates", _gate_trace(["a", "b"], hidden=3)).make is gates_chart
+    assert charts.make("importance", ["a", "b"], None, {"gradient": np.ones(2)}).make is importance_chart
+    step = SimpleNamespace(scores=np.zeros(2), weights=np.full(2, 0.5))
+    assert charts.make("attention-step", step, ["a", "b"]).make is step_chart
 
 
 def test_a_phone_alignment_wraps_its_source_words_into_blocks():
@@ -145,3 +160,55 @@ def test_phone_pronoun_heatmap_wraps_its_words_beside_every_head():
     blocks = re.findall(r">(words [\d–]+)<", svg)
     assert len(blocks) >= 2 and blocks[0].startswith("words 1–") and blocks[-1].endswith("–17")
     assert svg.count(">layer 2, head 4<") == len(blocks)  # every block has its own row labels
+
+
+def _measures(seed=4) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    measures = {ATTENTION: rng.dirichlet(np.ones(len(WORDS))), MEASURE_NAMES["gradient"]: rng.uniform(0, 2, len(WORDS))}
+    return measures | {MEASURE_NAMES[m]: rng.normal(size=len(WORDS))
+                       for m in ("gradient_x_input", "integrated_gradients", "leave_one_out")}
+
+
+def test_phone_importance_panels_go_two_a_row_each_row_with_its_words():
+    """/explain's "which words mattered": five panels of 17 words; on a phone two a row, three rows, each with the
+    words on its left, every title whole (the long ones in lines), nothing past the column."""
+    measures = _measures()
+    svg = _drawn(importance_chart(tuple(measures), "Which words mattered", phone=True),
+                 importance_data(WORDS, measures))
+    assert _width(svg) <= COLUMN_PX
+    assert min(_font_sizes(svg)) >= PHONE_FONT_PX
+    assert svg.count(">01 the<") == 3 and svg.count(">17 .<") == 3  # each row's words
+    assert ">attention α<" in svg and ">integrated gradients<" in svg
+    assert ">leave-one-out drop<" in svg or ">leave-one-out drop in<" in svg  # broken into lines, not cut with "…"
+    assert "…" not in svg
+    desktop = _drawn(importance_chart(tuple(measures), "Which words mattered"), importance_data(WORDS, measures))
+    assert _width(desktop) > COLUMN_PX and desktop.count(">01 the<") == 1  # the desktop's one row, unchanged
+
+
+def test_phone_attention_step_shows_the_words_once_beside_both_panels():
+    rng = np.random.default_rng(5)
+    step = SimpleNamespace(scores=rng.normal(size=len(WORDS)), weights=rng.dirichlet(np.ones(len(WORDS))))
+    table = step_data(step, WORDS)
+    svg = _drawn(step_chart("score_j = vᵀ tanh(W s_{t-1} + U h_j)", phone=True), table)
+    assert _width(svg) <= COLUMN_PX
+    assert min(_font_sizes(svg)) >= PHONE_FONT_PX
+    assert svg.count(">11 supposed<") == 1 and ">② softmax weight α<" in svg and "…" not in svg
+    desktop = _drawn(step_chart("score_j = vᵀ tanh(W s_{t-1} + U h_j)"), table)
+    assert desktop.count(">11 supposed<") == 2  # the desktop's words beside each panel, as before
+
+
+def test_phone_held_out_taus_put_each_histogram_on_a_row_of_its_own():
+    rng = np.random.default_rng(6)
+    comparisons = ("attention vs gradient ‖∂ log p / ∂e‖", "attention vs leave-one-out drop in log p")
+    taus = {model: {comparison.removeprefix("attention vs "): {"tau": list(rng.uniform(-1, 1, 40)),
+                                                                "weighted_tau": list(rng.uniform(-1, 1, 40))}
+                    for comparison in comparisons}
+            for model in ("additive attention translator", "dot-product attention translator")}
+    colours = {"additive attention translator": "#0072B2", "dot-product attention translator": "#E69F00"}
+    phone = tau_chart(colours, comparisons, phone=True)
+    svg = _drawn(phone, tau_data(taus))
+    assert _width(svg) <= COLUMN_PX
+    assert min(_font_sizes(svg)) >= PHONE_FONT_PX
+    assert len(json.loads(phone.to_json())["vconcat"]) == 4  # two comparisons x (τ, weighted τ), one a row
+    assert "…" not in svg and ">dot-product attention translator<" in svg
+    assert _width(_drawn(tau_chart(colours, comparisons), tau_data(taus))) > COLUMN_PX  # the desktop's two a row
