@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import re
+import threading
 import time
 
 import pytest
@@ -296,3 +297,33 @@ def test_purge_hands_a_run_a_kept_lab_follows_to_that_lab_and_counts_the_labs_go
     assert not any(labs.exists(db, lab.id) for lab in idle) and labs.exists(db, kept.id)
     assert _rows(db, "SELECT id, lab_id FROM runs") == [(run_id, kept.id)]
     assert labs.purge(db, now=now) == 0
+
+
+def test_purge_counts_only_the_labs_it_deleted_when_one_went_meanwhile(db):
+    """A lab forgotten between purge's read of the idle labs and its delete: on PostgreSQL purge deletes none and
+    says 0; on SQLite the forget waits for the purge (one writer at a time), which deletes it and says 1."""
+    now = T0 + 400 * DAY
+    idle = labs.open_lab(db, None, now=T0)
+    selected, forgotten = threading.Event(), threading.Event()
+
+    def pause(_connection, _cursor, statement, *_args):
+        said = " ".join(statement.upper().split())
+        if said.startswith("SELECT LABS.ID FROM LABS WHERE LABS.LAST_SEEN_AT <") and not selected.is_set():
+            selected.set()
+            forgotten.wait(5.0 if backend(db) == "postgresql" else 0.3)  # SQLite: forget waits for the purge
+
+    def forget():
+        selected.wait(10)
+        try:
+            labs.forget(db, idle.id)
+        finally:
+            forgotten.set()
+
+    sa.event.listen(db.engine, "after_cursor_execute", pause)
+    try:
+        gone, forgot = in_threads(lambda: labs.purge(db, now=now), forget)
+    finally:
+        sa.event.remove(db.engine, "after_cursor_execute", pause)
+    assert selected.is_set() and forgot is None, forgot
+    assert gone == (0 if backend(db) == "postgresql" else 1)
+    assert not labs.exists(db, idle.id) and count(db, "labs") == 0
