@@ -73,7 +73,8 @@ def test_models_are_listed_in_the_order_they_came_even_after_a_row_was_rewritten
     labs.join(db, labs.transfer_code(db, lab, now=T0), other, now=T0 + 1)
     assert [m.name for m in models.listed(db, lab)] == ["first", "second", "third"]
     ids = [models.model_id(db, lab, m.fingerprint) for m in models.listed(db, lab)]
-    assert ids == sorted(ids) and models.usage(db, lab) == (3, sum(m.size for m in models.listed(db, lab)))
+    assert ids == sorted(ids) and len(set(ids)) == 3
+    assert models.usage(db, lab) == (3, sum(m.size for m in models.listed(db, lab)))
 
 
 def test_usage_and_model_id_are_plain_ints(db):
@@ -113,3 +114,12 @@ def test_an_add_waits_neither_for_other_labs_rows_nor_for_rows_written_for_its_l
         added, = in_threads(lambda: models.add(db, lab, named("mine")), timeout_s=10)
         assert time.monotonic() - started < 5, added
     assert added[1] and [m.name for m in models.listed(db, lab)] == ["mine"]
+
+
+def test_remove_takes_only_the_model_named(db):
+    lab = _lab(db)
+    first, _ = models.add(db, lab, named("first"))
+    second, _ = models.add(db, lab, named("second"))
+    models.remove(db, lab, first.fingerprint)
+    assert models.listed(db, lab) == [second] and models.data(db, lab, first.fingerprint) is None
+    assert models.data(db, lab, second.fingerprint) == named("second")
