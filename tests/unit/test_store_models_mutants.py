@@ -17,6 +17,7 @@ from seqviz.checkpoints import CheckpointError, fingerprint
 from seqviz.store import labs, models
 
 T0 = 1_700_000_000.0
+CHECKED = models.checked  # the real one, for a spy to call
 
 
 def _lab(db) -> str:
@@ -123,3 +124,12 @@ def test_remove_takes_only_the_model_named(db):
     models.remove(db, lab, first.fingerprint)
     assert models.listed(db, lab) == [second] and models.data(db, lab, first.fingerprint) is None
     assert models.data(db, lab, second.fingerprint) == named("second")
+
+
+def test_a_file_the_lab_keeps_already_is_found_without_loading_it_again(db, monkeypatch):
+    lab, other = _lab(db), _lab(db)
+    kept, _ = models.add(db, lab, named("kept"))
+    checked = []
+    monkeypatch.setattr(models, "checked", lambda data: checked.append(data) or CHECKED(data))
+    assert models.add(db, lab, named("kept")) == (kept, False) and checked == []
+    assert models.add(db, other, named("kept"))[1] and checked == [named("kept")]  # another lab's is its own
