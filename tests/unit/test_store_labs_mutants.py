@@ -81,14 +81,25 @@ def test_a_new_lab_is_128_random_bits_in_hex_opened_now_with_one_key_made_now(db
 
 
 def test_a_joined_key_is_made_at_the_join_and_the_lab_is_seen_then(db):
-    lab = labs.open_lab(db, None, now=T0)
+    lab, other = labs.open_lab(db, None, now=T0), labs.open_lab(db, None, now=T0)
     code = labs.transfer_code(db, lab.id, now=T0 + 10)
     assert _rows(db, "SELECT lab_id, expires_at FROM lab_transfers") == [
         (lab.id, T0 + 10 + limits.LAB_TRANSFER_MINUTES * 60)]
     joined = labs.join(db, code, None, now=T0 + 20)
-    assert labs.last_seen(db, lab.id) == T0 + 20
-    assert sorted(_rows(db, "SELECT key_hash, lab_id, created_at FROM lab_keys")) == sorted(
-        [(labs.digest(lab.key), lab.id, T0), (labs.digest(joined.key), lab.id, T0 + 20)])
+    assert labs.last_seen(db, lab.id) == T0 + 20 and labs.last_seen(db, other.id) == T0
+    assert sorted(_rows(db, "SELECT key_hash, lab_id, created_at FROM lab_keys WHERE lab_id = :lab", lab=lab.id)) \
+        == sorted([(labs.digest(lab.key), lab.id, T0), (labs.digest(joined.key), lab.id, T0 + 20)])
+
+
+def test_a_refused_join_says_why_word_for_word(db):
+    lab = labs.open_lab(db, None, now=T0)
+    with pytest.raises(labs.JoinRefused) as refused:
+        labs.join(db, "ABC", lab.id, now=T0)
+    assert str(refused.value) == "A code is 10 letters and digits, as the other device shows it."
+    with pytest.raises(labs.JoinRefused) as refused:
+        labs.join(db, "0123456789", lab.id, now=T0)
+    assert str(refused.value) == ("That code opens no lab: it may be mistyped, used already, or older than 10 "
+                                  "minutes. Ask the other device for a new one.")
 
 
 def test_a_new_code_ends_only_its_own_labs_earlier_codes(db):
