@@ -170,6 +170,40 @@ def test_a_join_waits_neither_for_other_labs_rows_nor_for_rows_written_for_its_l
     assert joined.id == target.id and [m.name for m in models.listed(db, target.id)] == ["mine"]
 
 
+def test_a_join_waits_for_an_add_to_the_lab_and_counts_its_model(db, monkeypatch):
+    """The join locks the lab joined, as models.add does: a join that comes while an add has written its model
+    (not yet committed) waits for it, and counts it. (On SQLite it waits for the write lock anyway.)"""
+    monkeypatch.setattr(limits, "MAX_LAB_MODELS", 2)
+    target, mine = labs.open_lab(db, None, now=T0), labs.open_lab(db, None, now=T0)
+    models.add(db, target.id, named("theirs"))
+    models.add(db, mine.id, named("mine"))
+    code = labs.transfer_code(db, target.id, now=T0)
+    models.checked(named("added"))  # torch imported before: the add's check takes a moment, not seconds
+    inserted, counted, joining = threading.Event(), threading.Event(), threading.local()
+
+    def pace(_connection, _cursor, statement, *_args):
+        said = " ".join(statement.upper().split())
+        if said.startswith("INSERT INTO MODELS") and not inserted.is_set():
+            inserted.set()
+            counted.wait(2.0)  # the join counts the lab's models now, unless it waits for this add's lock
+        elif said.startswith("SELECT COUNT(MODELS.ID)") and getattr(joining, "yes", False):
+            counted.set()
+
+    def join():
+        joining.yes = True
+        inserted.wait(10)
+        return labs.join(db, code, mine.id, now=T0 + 1)
+
+    sa.event.listen(db.engine, "after_cursor_execute", pace)
+    try:
+        added, joined = in_threads(lambda: models.add(db, target.id, named("added")), join)
+    finally:
+        sa.event.remove(db.engine, "after_cursor_execute", pace)
+    assert isinstance(joined, labs.JoinRefused) and added[1], (joined, added)
+    assert [m.name for m in models.listed(db, target.id)] == ["theirs", "added"]
+    assert labs.exists(db, mine.id)
+
+
 # --- How often ``seen`` writes -------------------------------------------------------------------------------
 
 
