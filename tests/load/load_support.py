@@ -117,13 +117,15 @@ class Server:
             return []
 
     def training_workers(self) -> list[int]:
-        """Process ids of the Dask worker processes themselves (multiprocessing's spawned children)."""
+        """Process ids of the Dask worker processes themselves (multiprocessing's spawned children). Where the
+        setproctitle package is installed (mutmut brings it), Dask renames such a process "dask worker [address]"."""
         import psutil
 
         found = []
         for pid in self.workers():
             with contextlib.suppress(psutil.Error):
-                if "spawn_main" in " ".join(psutil.Process(pid).cmdline()):
+                command = " ".join(psutil.Process(pid).cmdline())
+                if "spawn_main" in command or command.startswith("dask worker"):
                     found.append(pid)
         return found
 
@@ -283,6 +285,14 @@ def step_shown(page) -> int | None:
 
 def runs_on_page(page) -> list[str]:
     return [h.strip() for h in page.get_by_test_id("stMain").locator("h3").all_inner_texts()]
+
+
+def expect_runs_on_page(page, names: list[str], timeout_s: float = 30) -> None:
+    """The page's runs (their h3 names) become ``names`` within ``timeout_s``: a page that has just shown a message
+    may still be drawing the runs below it (a snapshot read then found none, under load)."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stMain").locator("h3")).to_have_text(names, timeout=timeout_s * 1000)
 
 
 def start_training(visitor) -> None:

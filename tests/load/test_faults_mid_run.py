@@ -18,9 +18,9 @@ from load_support import (
     Sampler,
     choose,
     ended,
+    expect_runs_on_page,
     no_run_going,
     record,
-    runs_on_page,
     set_number,
     start_training,
     step_shown,
@@ -85,7 +85,7 @@ def test_a_tab_reloaded_mid_queue_or_mid_run_keeps_its_run_its_place_and_its_pro
         waiter.reload()
         waiter_reload_s = waiter.wait_painted(60)
         expect(waiter_main.get_by_text("place 1 in the queue")).to_be_visible(timeout=30_000)
-        assert runs_on_page(waiter.page) == [queued["name"]]
+        expect_runs_on_page(waiter.page, [queued["name"]])
         again = only_run(classroom, waiter_lab)
         assert classroom.lab_of(waiter) == waiter_lab and again["id"] == queued["id"] and again["status"] == "queued"
 
@@ -103,7 +103,8 @@ def test_a_tab_reloaded_mid_queue_or_mid_run_keeps_its_run_its_place_and_its_pro
         # When the reloaded tab alone noted the lab seen (its polling), by the store's clock.
         seen_again = wait_until(lambda: (lambda t: t if t > closed_at else None)(
             labs.last_seen(classroom.store, trainer_lab)), 30, every_s=0.05)
-        assert classroom.lab_of(trainer) == trainer_lab and runs_on_page(trainer.page) == [training["name"]]
+        assert classroom.lab_of(trainer) == trainer_lab
+        expect_runs_on_page(trainer.page, [training["name"]])
         # ... and it trains on, past the time after which a lab nobody looks at is taken for gone.
         watched: list[dict] = []
         deadline = time.monotonic() + 2 * GONE_AFTER_S
