@@ -92,11 +92,10 @@ def test_reading_a_labs_models_never_waits_for_a_writer(db):
     model, _ = models.add(db, lab, named("one"))
     with db.engine.begin() as writer:  # SQLite: the write lock (BEGIN IMMEDIATE); PostgreSQL: the model's row
         writer.execute(sa.text("UPDATE models SET name = 'renamed' WHERE lab_id = :lab"), {"lab": lab})
-        started = time.monotonic()
+        # Each returns while the writer holds its lock: none waits for it (a wait would end in the busy timeout's
+        # error on SQLite, or outlast in_threads' 30 s on PostgreSQL).
         results = in_threads(lambda: models.listed(db, lab), lambda: models.data(db, lab, model.fingerprint),
-                             lambda: models.model_id(db, lab, model.fingerprint), lambda: models.usage(db, lab),
-                             timeout_s=10)
-        assert time.monotonic() - started < 5, results
+                             lambda: models.model_id(db, lab, model.fingerprint), lambda: models.usage(db, lab))
     assert results[0] == [model] and results[1] == named("one") and isinstance(results[2], int)
     assert results[3] == (1, model.size)
 
@@ -111,9 +110,7 @@ def test_an_add_waits_neither_for_other_labs_rows_nor_for_rows_written_for_its_l
         writer.execute(sa.text("SELECT id FROM labs WHERE id = :lab FOR UPDATE"), {"lab": other})
         writer.execute(sa.text("INSERT INTO lab_keys (key_hash, lab_id, created_at) VALUES (:h, :lab, 0)"),
                        {"h": "f" * 64, "lab": lab})  # its foreign key: FOR KEY SHARE of the lab's row
-        started = time.monotonic()
-        added, = in_threads(lambda: models.add(db, lab, named("mine")), timeout_s=10)
-        assert time.monotonic() - started < 5, added
+        added, = in_threads(lambda: models.add(db, lab, named("mine")))  # while the writer holds its locks
     assert added[1] and [m.name for m in models.listed(db, lab)] == ["mine"]
 
 
