@@ -29,6 +29,7 @@ def _on_canvas(chart, description: str):
 # heatmaps' words wrapped into blocks one above the other instead of a box that scrolls sideways.
 PHONE_CHART_PX = 350  # the column less a margin
 PHONE_FONT_PX = 11  # the smallest label or number on a phone: 75% of its 14 px body text or more
+PHONE_AXIS_FONT = {"labelFontSize": PHONE_FONT_PX, "titleFontSize": PHONE_FONT_PX}  # an axis's text on a phone
 PHONE_LABEL_PX = 96  # the most a word's label takes beside its row ("11 supposed" takes about 60)
 # A phone form's canvas grows down, not across: about 300 px² a cell with its labels, drawn at 3 device pixels a px.
 # Past this many cells (a table's rows) it would outgrow what a phone's browser draws on one canvas (iOS Safari:
@@ -114,7 +115,7 @@ def side_by_side(build, count: int, width: int, phone: bool, per_row: int = 2, w
         return alt.hconcat(*[build(number, words if number == 0 or words_each else None, {}, width)
                              for number in range(count)], **({} if spacing is None else {"spacing": spacing}))
     width = (PHONE_CHART_PX - PHONE_LABEL_PX - 12 * (per_row - 1)) // per_row
-    font = {"labelFontSize": PHONE_FONT_PX, "titleFontSize": PHONE_FONT_PX}
+    font = PHONE_AXIS_FONT
     words = {"labelOverlap": False, "labelLimit": PHONE_LABEL_PX, **font}
     values = {"tickCount": 3, "format": "~g", **font}  # three ticks: more ran into each other in 120 px
     panels = [build(number, words if number % per_row == 0 else None, values, width) for number in range(count)]

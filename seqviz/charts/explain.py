@@ -10,6 +10,7 @@ import pandas as pd
 
 from seqviz.charts.base import (
     MODEL_LABEL_PX,
+    PHONE_AXIS_FONT,
     PHONE_CHART_PX,
     PHONE_FONT_PX,
     has_phone_form,
@@ -93,7 +94,7 @@ def tau_chart(colours: dict[str, str], comparisons: tuple[str, ...], unit: str =
     colour per model, counted in ``unit`` (a template of ``tau_data``). 1: the same ranking; 0: no relation; −1:
     the reverse. ``phone``: each histogram on a row of its own, as wide as a phone's column."""
     width = PHONE_CHART_PX - 60 if phone else 240  # a phone's: room for the counts' axis on the left
-    font = {"labelFontSize": PHONE_FONT_PX, "titleFontSize": PHONE_FONT_PX} if phone else {}
+    font = PHONE_AXIS_FONT if phone else {}
     legend = alt.Legend(**model_legend().to_dict(), labelFontSize=PHONE_FONT_PX) if phone else model_legend()
     rows = []
     for comparison in comparisons:

@@ -130,6 +130,18 @@ def test_every_page_fits_a_phone(app_url, phone):
     assert not too_wide, f"wider than a 390 px screen: {too_wide}"
 
 
+def _open_with_a_long_sentence(phone, app_url: str, name: str) -> None:
+    phone.goto(f"{app_url}/{name}?s={SIXTEEN.replace(' ', '+')}")
+    wait_for_app(phone)
+    assert_no_exception(phone)
+
+
+def _assert_in_the_column(chart: dict, where: str) -> None:
+    """A chart's box (HEATMAPS', PANEL_BOXES') neither scrolls sideways nor runs off the screen."""
+    assert chart["scrolls"] <= chart["box"] + 1 and not chart["hint"], f"{where} scrolls: {chart}"
+    assert chart["right"] <= chart["screen"] + 1, f"{where} runs off the screen: {chart}"
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_heatmaps_wrap_their_words_on_a_phone(app_url, browser, scheme):
@@ -141,16 +153,13 @@ def test_heatmaps_wrap_their_words_on_a_phone(app_url, browser, scheme):
     phone = new_page(context)
     try:
         for name, names in HEATMAP_NAMES.items():
-            phone.goto(f"{app_url}/{name}?s={SIXTEEN.replace(' ', '+')}")
-            wait_for_app(phone)
-            assert_no_exception(phone)
+            _open_with_a_long_sentence(phone, app_url, name)
             heatmaps = phone.evaluate(HEATMAPS, names)
             assert heatmaps, f"/{name}: no heatmap"
             for heatmap in heatmaps:
                 where = f"/{name}, {heatmap.pop('name')}"
                 heatmap["numbers"] = len(heatmap["numbers"])
-                assert heatmap["scrolls"] <= heatmap["box"] + 1 and not heatmap["hint"], f"{where} scrolls: {heatmap}"
-                assert heatmap["right"] <= heatmap["screen"] + 1, f"{where} runs off the screen: {heatmap}"
+                _assert_in_the_column(heatmap, where)
                 assert not heatmap["shrunk"], f"{where} is drawn smaller than its size"
                 assert heatmap["texts"] and heatmap["smallest"] >= 11, f"{where}: text under 11 px: {heatmap}"
             if name == "attention":  # its numbers: one in every cell, and two alignments of 17 source words
@@ -165,7 +174,7 @@ def test_heatmaps_wrap_their_words_on_a_phone(app_url, browser, scheme):
 # Charts of bars beside a sentence's words (SVG, or a canvas: RECORD_TEXTS): their aria-label's start, per page.
 WORD_PANELS = {"attention": ["A chart of score"],
                "explain": ["A chart of attention α", "What the decision", "Held out: how well attention"]}
-SVG_PANELS = """starts => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]
+PANEL_BOXES = """starts => [...document.querySelectorAll('[data-testid=stVegaLiteChart]')]
   .filter(box => starts.some(start => (box.getAttribute('aria-label') || '').startsWith(start)))
   .map(box => ({name: box.getAttribute('aria-label').slice(0, 50), box: box.clientWidth, scrolls: box.scrollWidth,
                 right: box.getBoundingClientRect().right, screen: window.innerWidth,
@@ -185,16 +194,13 @@ def test_bars_beside_the_words_fit_a_phone(app_url, browser):
     phone = new_page(context)
     try:
         for name, starts in WORD_PANELS.items():
-            phone.goto(f"{app_url}/{name}?s={SIXTEEN.replace(' ', '+')}")
-            wait_for_app(phone)
-            assert_no_exception(phone)
-            charts = phone.evaluate(SVG_PANELS, starts)
+            _open_with_a_long_sentence(phone, app_url, name)
+            charts = phone.evaluate(PANEL_BOXES, starts)
             shown = {start for start in starts if any(chart["name"].startswith(start) for chart in charts)}
             assert shown == set(starts), charts
             for chart in charts:
                 where = f"/{name}, {chart['name']}"
-                assert chart["scrolls"] <= chart["box"] + 1 and not chart["hint"], f"{where} scrolls: {chart}"
-                assert chart["right"] <= chart["screen"] + 1, f"{where} runs off the screen: {chart}"
+                _assert_in_the_column(chart, where)
                 assert chart["texts"] and min(chart["texts"]) >= 11, f"{where}: text under 11 px: {chart}"
             label = json.dumps(starts[0], ensure_ascii=False)  # (CSS reads "α", not JSON's "\\u03b1")
             first = phone.locator(f"[data-testid=stVegaLiteChart][aria-label^={label}]").first
