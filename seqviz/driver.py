@@ -98,13 +98,11 @@ class Recipe:
 def from_spec(spec, where: str) -> Recipe:
     """The recipe of a visitor's :class:`seqviz.runs.RunSpec`; ``where`` it was trained heads its description
     ("trained in the app", "trained from the command line")."""
-    from seqviz.runs import shared_task
-
     train = dict(vars(spec.train_config()))
     train.pop("seed")
     return Recipe(
         name=spec.label, description=f"{where}: {spec.label}", family=spec.family, task=spec.task,
-        config=dataclasses.asdict(spec.model_config(shared_task(spec.task))), train=train, seed=spec.seed,
+        config=dataclasses.asdict(spec.model_config()), train=train, seed=spec.seed,
         extra={"spec": dataclasses.asdict(spec)},
     )
 

@@ -130,16 +130,14 @@ class RunSpec:
         return family.config_class(**fields)
 
     def num_parameters(self) -> int:
-        """Numbers the model would learn, counted on a model built without memory ("meta" device)."""
-        import torch
+        """Numbers the model would learn, counted on its skeleton (no memory, no computation: "meta" device)."""
+        from seqviz.models.common import skeleton
 
         config = self.model_config()
         model_class = families.get(self.family).model_class
         if hasattr(model_class, "expected_shapes"):  # bag of words: numpy counts
             return sum(math.prod(shape) for shape in model_class.expected_shapes(config).values())
-        with torch.random.fork_rng(devices=[]), torch.device("meta"):
-            skeleton = model_class(config)
-        return int(sum(p.numel() for p in skeleton.parameters()))
+        return int(sum(p.numel() for p in skeleton(model_class, config).parameters()))
 
     def train_config(self):
         """The :class:`seqviz.train.TrainConfig` of this run."""
@@ -189,7 +187,11 @@ def shared_task(name: str):
 
 
 def _model_fields(task_name: str) -> dict:
-    return shared_task(task_name).model_fields()
+    """The task's vocabulary sizes and labels: shipped beside the code (seqviz.task_fields) or, failing that, from
+    the task built."""
+    from seqviz import task_fields as fields
+
+    return fields.shipped(task_name) or shared_task(task_name).model_fields()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -122,13 +122,18 @@ def write(checkpoint_path: Path, checkpoint, studies: dict) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m seqviz.studies [NAME ...]: measure and write the shipped models' studies (all, or those named)."""
+    """python -m seqviz.studies [NAME ...]: measure and write the shipped models' studies (all, or those named);
+    with no names, the tasks' model fields too (seqviz.task_fields), which follow from the same code."""
     from seqviz import checkpoints, registry
+    from seqviz import task_fields as fields
     from seqviz.runtime import configure_torch
 
     configure_torch()
     shipped, _ = registry.shipped()
-    names = (argv if argv is not None else sys.argv[1:]) or list(shipped)
+    named = argv if argv is not None else sys.argv[1:]
+    if not named:
+        print(f"tasks: model fields -> {fields.write()}", flush=True)
+    names = named or list(shipped)
     for name in names:
         checkpoint = checkpoints.load(shipped[name].path)
         studies = measure(checkpoint)

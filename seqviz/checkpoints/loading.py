@@ -104,27 +104,6 @@ def load_bytes(data: bytes, frozen: bool = True) -> Checkpoint:
                       fingerprint=fingerprint(data))
 
 
-def _SkipInitialisation():
-    """A torch function mode that skips in-place fills (``normal_``, ``uniform_``, ``zero_``...) of meta tensors.
-
-    Filling a skeleton on the meta device computes nothing, yet torch routes it through Python references that
-    import torch._dynamo: 1.8 s, the largest part of the first checkpoint a server loads.
-    """
-    import torch
-    from torch.overrides import TorchFunctionMode
-
-    class SkipInitialisation(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            name = getattr(func, "__name__", "")
-            target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes it by name
-            if name.endswith("_") and not name.startswith("_") and isinstance(target, torch.Tensor) and target.is_meta:
-                return target
-            return func(*args, **kwargs)
-
-    return SkipInitialisation()
-
-
 def _expected_tensors(family: str, config) -> dict[str, tuple[str, tuple[int, ...]]]:
     """name -> (safetensors dtype, shape) of a fresh model of this config, built without memory; a model of more
     than MAX_PARAMETERS numbers is refused, whatever its family (the numpy bag of words too)."""
@@ -143,11 +122,10 @@ def _expected_tensors(family: str, config) -> dict[str, tuple[str, tuple[int, ..
 
 def _torch_tensors(family: str, model_class, config) -> dict[str, tuple[str, tuple[int, ...]]]:
     """name -> (safetensors dtype, shape) of a torch model's skeleton, built on the meta device."""
-    import torch
+    from seqviz.models.common import skeleton as skeleton_of
 
     try:
-        with torch.random.fork_rng(devices=[]), torch.device("meta"), _SkipInitialisation():
-            skeleton = model_class(config)
+        skeleton = skeleton_of(model_class, config)
     except Exception as error:  # a config the model refuses
         raise CheckpointError(f"A {family} model cannot be built from this config: {str(error)[:160]}") from None
     if getattr(skeleton, "family", family) != family:

@@ -1,4 +1,5 @@
-"""What every model module shares: the special ids, size bounds on configs, one sentence encoded."""
+"""What every model module shares: the special ids, size bounds on configs, one sentence encoded, a model's
+skeleton."""
 
 from __future__ import annotations
 
@@ -40,3 +41,34 @@ def one_sentence(tokens, vocab) -> tuple[list[int], list[str]]:
     if not ids:
         raise ValueError("The sentence has no words to read: type at least one word.")
     return ids, vocab.decode(ids)
+
+
+def skeleton(model_class, config):
+    """A model of ``config`` built on torch's "meta" device with its weights left unfilled: its parameters' names,
+    shapes and dtypes, in no memory, with no computation and no random draw (counting a run's parameters, checking a
+    checkpoint's tensors before reading them)."""
+    import torch
+
+    with torch.device("meta"), _SkipInitialisation():
+        return model_class(config)
+
+
+def _SkipInitialisation():
+    """A torch function mode that skips in-place fills (``normal_``, ``uniform_``, ``zero_``...) of meta tensors.
+
+    Filling a skeleton on the meta device computes nothing, yet torch routes it through Python references that
+    import torch._dynamo: seconds of a server's first checkpoint loaded, or of /train's first form.
+    """
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    class SkipInitialisation(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = getattr(func, "__name__", "")
+            target = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes it by name
+            if name.endswith("_") and not name.startswith("_") and isinstance(target, torch.Tensor) and target.is_meta:
+                return target
+            return func(*args, **kwargs)
+
+    return SkipInitialisation()

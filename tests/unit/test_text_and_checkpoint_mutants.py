@@ -334,8 +334,9 @@ def test_load_bytes_freezes_the_model_unless_asked_not_to():
 
 
 def test_loading_fills_no_meta_tensor_so_torch_dynamo_stays_unimported():
-    """(_SkipInitialisation: no function name read, the name misspelt, no target, the "_" suffix misspelt: each
-    lets the skeleton's initialisation run, which imports torch._dynamo, 1.8 s of a server's first load.)"""
+    """(models.common._SkipInitialisation: no function name read, the name misspelt, no target, the "_" suffix
+    misspelt: each lets the skeleton's initialisation run, which imports torch._dynamo, 1.8 s of a server's first
+    load.)"""
     import os
     import subprocess
     import sys
