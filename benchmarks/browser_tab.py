@@ -157,6 +157,7 @@ def _decode(frame: bytes) -> tuple[str, int, object]:
 
 
 SUCCESS = {"FINISHED_SUCCESSFULLY", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"}
+FRAGMENT_RUN = "fragment"  # a new_session's mark when a fragment's run begins, not a whole run's
 
 
 class Tab:
@@ -182,6 +183,8 @@ class Tab:
             if kind == "script_finished":
                 status = msg.DESCRIPTOR.fields_by_name["script_finished"].enum_type.values_by_number[
                     msg.script_finished].name
+            elif kind == "new_session" and msg.metadata.run.fragment_ids:
+                status = FRAGMENT_RUN  # a fragment's run begins (the lab's watch, every 10 s on every page)
             frames.append(raw)
             marks.append((kind, status))
 
@@ -235,14 +238,18 @@ class Tab:
 
     def _finished_index(self, n0: int, full: bool = False) -> int | None:
         """Index of the last successful script_finished at or after frame n0 not followed by a new run's start
-        (``full``: of a whole run, which began with a new_session message after n0)."""
+        (``full``: of a whole run, which began with a new_session message after n0; a fragment's run after it, as
+        the lab's watch makes every 10 s, leaves it found)."""
         found = None
         started = False
         for i, (kind, status) in enumerate(self.marks[n0:], start=n0):
             if kind == "script_finished":
                 ok = status == "FINISHED_SUCCESSFULLY" if full else status in SUCCESS
-                found = i if ok and (started or not full) else None
-            elif kind == "new_session":
+                if ok and (started or not full):
+                    found = i
+                elif not full:
+                    found = None
+            elif kind == "new_session" and not (full and status == FRAGMENT_RUN):
                 started = True
                 found = None
         return found
