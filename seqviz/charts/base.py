@@ -29,7 +29,9 @@ def _on_canvas(chart, description: str):
 # heatmaps' words wrapped into blocks one above the other instead of a box that scrolls sideways.
 PHONE_CHART_PX = 350  # the column less a margin
 PHONE_FONT_PX = 11  # the smallest label or number on a phone: 75% of its 14 px body text or more
-PHONE_AXIS_FONT = {"labelFontSize": PHONE_FONT_PX, "titleFontSize": PHONE_FONT_PX}  # an axis's text on a phone
+# An axis's text on a phone. Streamlit's theme sets labelFlushOffset 1: an axis's end labels 1 px past the plot's
+# ends, and a chart as wide as the column (or whose plot ends at its edge) had its last label cut there ("1.00").
+PHONE_AXIS_FONT = {"labelFontSize": PHONE_FONT_PX, "titleFontSize": PHONE_FONT_PX, "labelFlushOffset": 0}
 PHONE_LABEL_PX = 96  # the most a word's label takes beside its row ("11 supposed" takes about 60)
 # A phone form's canvas grows down, not across: about 300 px² a cell with its labels, drawn at 3 device pixels a px.
 # Past this many cells (a table's rows) it would outgrow what a phone's browser draws on one canvas (iOS Safari:

@@ -52,10 +52,14 @@ SCROLL_HINTS = """() => [...document.querySelectorAll('[data-seqviz-overflows]')
 RECORD_TEXTS = """(() => {
   const texts = window.__seqvizTexts = [];
   const fill = CanvasRenderingContext2D.prototype.fillText;
-  CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+  CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
     const size = /([\\d.]+)px/.exec(this.font);
-    texts.push([this.canvas, String(text), size ? parseFloat(size[1]) : 0]);
-    return fill.call(this, text, ...rest);
+    const width = this.measureText(String(text)).width, align = this.textAlign;
+    const left = align === 'center' ? x - width / 2 : (align === 'right' || align === 'end') ? x - width : x;
+    const m = this.getTransform();  // where the text runs, in the canvas's own pixels
+    const ends = [left, left + width].map(u => m.a * u + m.c * y + m.e);
+    texts.push([this.canvas, String(text), size ? parseFloat(size[1]) : 0, Math.min(...ends), Math.max(...ends)]);
+    return fill.call(this, text, x, y, ...rest);
   };
 })()"""
 
@@ -181,14 +185,22 @@ PANEL_BOXES = """starts => [...document.querySelectorAll('[data-testid=stVegaLit
                 hint: box.dataset.seqvizOverflows !== undefined,
                 texts: [...[...box.querySelectorAll('svg text')].filter(t => t.textContent.trim())
                           .map(t => parseFloat(getComputedStyle(t).fontSize)),
-                        ...window.__seqvizTexts.filter(([c]) => c === box.querySelector('canvas')).map(([, , s]) => s)]
+                        ...window.__seqvizTexts.filter(([c]) => c === box.querySelector('canvas')).map(([, , s]) => s)],
+                // texts cut at their chart's edge: an SVG text's box past its svg (a glyph's box reaches 0.5 px past
+                // its anchor), a canvas text past its canvas (in the canvas's own pixels)
+                cut: [...[...box.querySelectorAll('svg text')].filter(t => t.textContent.trim()).filter(t => {
+                        const r = t.getBoundingClientRect(), svg = t.ownerSVGElement.getBoundingClientRect();
+                        return r.left < svg.left - 0.75 || r.right > svg.right + 0.75; }).map(t => t.textContent),
+                      ...window.__seqvizTexts.filter(([c, t, , l, r]) => c === box.querySelector('canvas') &&
+                        t.trim() && (l < -0.5 || r > c.width + 0.5)).map(([, t]) => t)]
 }))"""
 
 
 @pytest.mark.browser
 def test_bars_beside_the_words_fit_a_phone(app_url, browser):
     """Issue 27: /attention's one step (scores, weights) and /explain's measures and held-out τ histograms are drawn
-    in a phone's form: narrower panels, the rest under them, nothing that scrolls sideways, text 11 px or more."""
+    in a phone's form: narrower panels, the rest under them, nothing that scrolls sideways, text 11 px or more, and
+    none cut at the chart's edge (an axis's last label, centred on the plot's end, was)."""
     context = new_context(browser, PHONE)
     context.add_init_script(RECORD_TEXTS)
     phone = new_page(context)
@@ -202,6 +214,7 @@ def test_bars_beside_the_words_fit_a_phone(app_url, browser):
                 where = f"/{name}, {chart['name']}"
                 _assert_in_the_column(chart, where)
                 assert chart["texts"] and min(chart["texts"]) >= 11, f"{where}: text under 11 px: {chart}"
+                assert not chart["cut"], f"{where}: text cut at the chart's edge: {chart['cut']}"
             label = json.dumps(starts[0], ensure_ascii=False)  # (CSS reads "α", not JSON's "\\u03b1")
             first = phone.locator(f"[data-testid=stVegaLiteChart][aria-label^={label}]").first
             first.evaluate("box => box.scrollIntoView({block: 'start'})")
