@@ -55,7 +55,7 @@ for image in haproxy:seqviz-balancer postgres:seqviz-postgres; do
         --file "hosting/${image%%:*}.Dockerfile" --tag "localhost/${image#*:}:lecture-hall" .
 done
 """
-WAIT_S = 600  # at most this long for background work; then it is ended and the test does the work itself
+WAIT_S = 600  # at most this long for background work once a test waits for it; then it is ended, the test fails
 _JOBS = pytest.StashKey[dict]()
 
 
